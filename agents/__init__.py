@@ -1,0 +1,13 @@
+"""bandit-gym agents: LMC-TS and the paper's baselines, batched over replicas.
+
+Every agent follows the Stable-Baselines3 verbs::
+
+    agent = LMCTS(env, seed=0)
+    agent.learn(env)
+    action, _ = agent.predict(obs)
+"""
+
+from agents.base import BanditAgent, DivergenceError
+from agents.uniform import UniformRandom
+
+__all__ = ["BanditAgent", "DivergenceError", "UniformRandom"]

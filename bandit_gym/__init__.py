@@ -1,0 +1,22 @@
+"""bandit-gym: contextual bandits as Gymnasium environments.
+
+``import bandit_gym`` registers every env of ``envs_registry.yaml``::
+
+    import gymnasium as gym
+    import bandit_gym
+
+    env = gym.make("LinearBandit-v0")
+    venv = gym.make_vec("LinearBandit-v0", num_envs=64, vectorization_mode="vector_entry_point")
+"""
+
+from __future__ import annotations
+
+from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv
+from bandit_gym.registration import register_envs
+
+__version__ = "0.1.0"
+
+#: Ids of every env registered at import.
+ENV_IDS: tuple[str, ...] = tuple(register_envs())
+
+__all__ = ["BanditEnv", "BanditSimulator", "BanditVectorEnv", "ENV_IDS", "register_envs", "__version__"]

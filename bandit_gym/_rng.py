@@ -1,0 +1,148 @@
+"""Counter-based random numbers, batched over replicas.
+
+Every random number an environment uses is a pure function of
+``(replica key, stream, counter, index)``, computed with the SplitMix64 mixer
+in plain int64 tensor arithmetic. This is what lets one batched environment
+simulate ``R`` independent replicas with no Python loop over replicas, while
+replica ``i`` still reproduces, bit for bit on the same device, the single env
+seeded with the derived seed (see :func:`seed_to_key`).
+
+Integer hashing is exact on every device, so CPU and CUDA draw the same bits;
+the float transforms (``log``, ``cos``) may differ in the last ulp. On CPU the
+hashing runs in numpy's uint64 arithmetic, about 5x faster than torch's int64
+kernels here (measured: 1.6 ms against 7.8 ms for 512k words); on CUDA it runs
+in torch. ``tests/envs/test_rng.py`` checks that both give the same bits.
+
+References:
+    Steele, Lea and Flood (2014), "Fast splittable pseudorandom number
+    generators" (SplitMix64). Salmon et al. (2011), "Parallel random numbers:
+    as easy as 1, 2, 3" (counter-based generators).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import torch
+
+# SplitMix64 constants written as signed int64 (torch has no uint64 arithmetic);
+# int64 multiplication wraps modulo 2**64, exactly like uint64.
+_GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)
+_MUL1 = 0xBF58476D1CE4E5B9 - (1 << 64)
+_MUL2 = 0x94D049BB133111EB - (1 << 64)
+_LOW32 = (1 << 32) - 1
+_TWO_PI = 2.0 * math.pi
+
+# Streams: independent sequences for the different uses of randomness.
+STREAM_INSTANCE = 1  # the problem instance (theta*, a fixed arm set)
+STREAM_CONTEXT = 2  # per-round arm features / row order
+STREAM_REWARD = 3  # per-round reward noise
+STREAM_EPISODE = 4  # derivation of the next episode's key
+
+
+def _shift_right(x: torch.Tensor, k: int) -> torch.Tensor:
+    """Logical right shift of int64 viewed as uint64 (torch's ``>>`` is arithmetic)."""
+    return (x >> k) & ((1 << (64 - k)) - 1)
+
+
+def mix64(x: torch.Tensor) -> torch.Tensor:
+    """SplitMix64 finaliser: a bijection of 64-bit words with full avalanche."""
+    x = (x ^ _shift_right(x, 30)) * _MUL1
+    x = (x ^ _shift_right(x, 27)) * _MUL2
+    return x ^ _shift_right(x, 31)
+
+
+_NP_GOLDEN, _NP_MUL1, _NP_MUL2 = (np.uint64(c + (1 << 64)) for c in (_GOLDEN, _MUL1, _MUL2))
+_NP_SHIFTS = tuple(np.uint64(k) for k in (30, 27, 31, 32))
+
+
+def _mix64_np(x: np.ndarray) -> np.ndarray:
+    """:func:`mix64` on a numpy uint64 array, in place (array arithmetic wraps silently)."""
+    s30, s27, s31, _ = _NP_SHIFTS
+    x ^= x >> s30
+    x *= _NP_MUL1
+    x ^= x >> s27
+    x *= _NP_MUL2
+    x ^= x >> s31
+    return x
+
+
+def seed_to_key(seeds: torch.Tensor) -> torch.Tensor:
+    """Map integer seeds ``(R,)`` to replica keys ``(R,)``.
+
+    The seed derivation of the whole package: a single env reset with
+    ``seed=s`` uses key ``seed_to_key(s)``; replica ``i`` of a batched env
+    reset with ``seed=s`` uses ``seed_to_key(s + i)``.
+    """
+    return mix64(seeds.to(torch.int64) * _GOLDEN + 0x5EED)
+
+
+def next_episode_key(keys: torch.Tensor) -> torch.Tensor:
+    """Key of the next episode after an unseeded ``reset`` (deterministic)."""
+    return mix64(keys ^ mix64(torch.full_like(keys, STREAM_EPISODE)))
+
+
+def _stream_base(keys: torch.Tensor, stream: int, counter: int) -> torch.Tensor:
+    """Per-replica start of the ``(stream, counter)`` block: ``(R,)`` int64."""
+    offset = _mix64_np(np.array([(stream << 40) + counter], dtype=np.uint64))  # (1,)
+    if keys.device.type == "cpu":
+        base = keys.numpy().view(np.uint64) + offset  # (R,)
+        return torch.from_numpy(_mix64_np(base).view(np.int64))
+    return mix64(keys + torch.from_numpy(offset.view(np.int64)).to(keys.device))  # (R,)
+
+
+def _block_bits(keys: torch.Tensor, stream: int, counter: int, n: int) -> torch.Tensor:
+    """``n`` random 64-bit words per replica: ``(R,)`` keys -> ``(R, n)`` int64."""
+    base = _stream_base(keys, stream, counter)  # (R,)
+    if keys.device.type == "cpu":
+        words = base.numpy().view(np.uint64)[:, None] + _np_index(n)  # (R, n)
+        return torch.from_numpy(_mix64_np(words).view(np.int64))
+    index = torch.arange(n, dtype=torch.int64, device=keys.device) * _GOLDEN  # (n,)
+    return mix64(base[:, None] + index)  # (R, n)
+
+
+@functools.lru_cache(maxsize=16)
+def _np_index(n: int) -> np.ndarray:
+    """Offsets ``j * golden`` of the words ``j < n`` of a block, ``(n,)`` uint64 (read-only)."""
+    index = np.arange(n, dtype=np.uint64) * _NP_GOLDEN
+    index.flags.writeable = False
+    return index
+
+
+def _split_words(bits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Upper and lower 32 bits of each word as float32 (exact below 2**24, rounded above)."""
+    if bits.device.type == "cpu":
+        w = bits.numpy().view(np.uint64)
+        return torch.from_numpy((w >> _NP_SHIFTS[3]).astype(np.float32)), torch.from_numpy(
+            (w & np.uint64(_LOW32)).astype(np.float32)
+        )
+    return _shift_right(bits, 32).to(torch.float32), (bits & _LOW32).to(torch.float32)
+
+
+def uniform(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """Uniform ``[0, 1)`` float32 draws of shape ``(R, *shape)``, 24 bits each."""
+    bits = _block_bits(keys, stream, counter, math.prod(shape))  # (R, n)
+    u = _shift_right(bits, 40).to(torch.float32) * (2.0**-24)  # (R, n)
+    return u.reshape(keys.shape[0], *shape)
+
+
+def normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """Standard normal float32 draws of shape ``(R, *shape)`` (Box-Muller, two per word)."""
+    n = math.prod(shape)
+    half = (n + 1) // 2
+    high, low = _split_words(_block_bits(keys, stream, counter, half))  # (R, half) each
+    # u1 = (high + 1/2) / 2**32 in (0, 1]; angle = 2 pi low / 2**32 in [0, 2 pi).
+    radius = high.add_(0.5).mul_(2.0**-32).log_().mul_(-2.0).sqrt_()  # (R, half)
+    angle = low.mul_(_TWO_PI * 2.0**-32)  # (R, half)
+    z = torch.empty(keys.shape[0], 2 * half, dtype=torch.float32, device=keys.device)  # (R, 2 half)
+    torch.cos(angle, out=z[:, :half]).mul_(radius)
+    torch.sin(angle, out=z[:, half:]).mul_(radius)
+    return z[:, :n].reshape(keys.shape[0], *shape)
+
+
+def permutation_keys(keys: torch.Tensor, stream: int, n: int) -> torch.Tensor:
+    """Random permutations of ``range(n)`` per replica, ``(R, n)`` int64 (argsort of hashes)."""
+    bits = _block_bits(keys, stream, 0, n)  # (R, n)
+    return torch.argsort(bits, dim=1)

@@ -1,0 +1,200 @@
+"""Synthetic contextual bandits of the LMC-TS paper (Section 5.1).
+
+``theta*`` and every arm feature are drawn from ``N(0, I)`` and scaled to unit
+norm. Each problem comes as a single env (``XxxBanditEnv``) and a native
+batched env (``XxxBanditVectorEnv``) that share one simulator class.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from bandit_gym import _rng
+from bandit_gym._base import (
+    BanditEnv,
+    BanditSimulator,
+    BanditVectorEnv,
+    check_nonnegative_float,
+    check_positive_int,
+)
+
+#: The paper's text gives the noise variance sigma^2 = 0.5 (its reference code uses std 0.5).
+PAPER_NOISE_STD = math.sqrt(0.5)
+
+
+def _unit_normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """Draws of ``N(0, I)`` scaled to unit norm along the last axis, ``(R, *shape)``."""
+    z = _rng.normal(keys, stream, counter, shape)
+    return z / torch.linalg.vector_norm(z, dim=-1, keepdim=True)
+
+
+class SyntheticBanditSimulator(BanditSimulator):
+    """Shared part of the synthetic problems: a unit-norm ``theta*`` and unit-norm arms.
+
+    Args:
+        n_arms: Number of arms ``K`` per round.
+        dim: Feature dimension ``d``.
+        horizon: Rounds per episode ``T``; the env truncates after it.
+        changing_arms: New arm set every round (True) or one arm set for the episode (False).
+        noise_std: Standard deviation of the Gaussian reward noise (unused by Bernoulli rewards).
+        instance_seed: If given, ``theta*`` and a fixed arm set are drawn from this seed and stay
+            the same for every episode and replica (the paper's repeats); if None (default) they
+            are drawn from each episode's key, so each seed is a new problem instance.
+    """
+
+    feature_low, feature_high = -1.0, 1.0
+
+    def __init__(
+        self,
+        num_replicas: int,
+        device: torch.device | str = "cpu",
+        *,
+        n_arms: int = 50,
+        dim: int = 20,
+        horizon: int = 10_000,
+        changing_arms: bool = True,
+        noise_std: float = PAPER_NOISE_STD,
+        instance_seed: int | None = None,
+    ) -> None:
+        super().__init__(num_replicas, device)
+        self.n_arms = check_positive_int("n_arms", n_arms, minimum=2)
+        self.dim = check_positive_int("dim", dim)
+        self.horizon = check_positive_int("horizon", horizon)
+        if not isinstance(changing_arms, bool):
+            raise ValueError(f"changing_arms must be True or False, got {changing_arms!r}")
+        self.changing_arms = changing_arms
+        self.noise_std = check_nonnegative_float("noise_std", noise_std)
+        if instance_seed is not None:
+            check_positive_int("instance_seed", instance_seed, minimum=0)
+        self.instance_seed = instance_seed
+        self.theta: torch.Tensor | None = None  # (R or 1, d)
+        self.fixed_arms: torch.Tensor | None = None  # (R or 1, K, d)
+
+    def _new_episode(self) -> None:
+        if self.instance_seed is None:
+            keys = self.keys  # (R,)
+        else:
+            keys = _rng.seed_to_key(torch.tensor([self.instance_seed])).to(self.device)  # (1,)
+        self.theta = _unit_normal(keys, _rng.STREAM_INSTANCE, 0, (self.dim,))  # (R or 1, d)
+        if not self.changing_arms:
+            arms = _unit_normal(keys, _rng.STREAM_INSTANCE, 1, (self.n_arms, self.dim))  # (R or 1, K, d)
+            self.fixed_arms = arms.expand(self.num_replicas, -1, -1)  # (R, K, d)
+
+    def _contexts(self, t: int) -> torch.Tensor:
+        if not self.changing_arms:
+            return self.fixed_arms.clone()  # a new array each round: callers may keep or modify it
+        return _unit_normal(self.keys, _rng.STREAM_CONTEXT, t, (self.n_arms, self.dim))  # (R, K, d)
+
+    def _linear_scores(self, contexts: torch.Tensor) -> torch.Tensor:
+        return (contexts * self.theta[:, None, :]).sum(dim=-1)  # (R, K)
+
+    def _gaussian_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
+        noise = _rng.normal(self.keys, _rng.STREAM_REWARD, t, ())  # (R,)
+        return chosen_mean + self.noise_std * noise
+
+
+class LinearBanditSimulator(SyntheticBanditSimulator):
+    """Linear rewards ``r = x . theta* + N(0, noise_std^2)``."""
+
+    def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
+        return self._linear_scores(contexts)
+
+    _sample_rewards = SyntheticBanditSimulator._gaussian_rewards
+
+
+class LogisticBanditSimulator(SyntheticBanditSimulator):
+    """Bernoulli rewards ``r ~ Bernoulli(sigmoid(x . theta*))``."""
+
+    reward_low, reward_high = 0.0, 1.0
+
+    def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self._linear_scores(contexts))
+
+    def _sample_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
+        u = _rng.uniform(self.keys, _rng.STREAM_REWARD, t, ())  # (R,)
+        return (u < chosen_mean).to(torch.float32)
+
+
+class QuadraticBanditSimulator(SyntheticBanditSimulator):
+    """Quadratic rewards ``r = 10 (x . theta*)^2 + N(0, noise_std^2)``."""
+
+    def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
+        return 10.0 * self._linear_scores(contexts) ** 2
+
+    _sample_rewards = SyntheticBanditSimulator._gaussian_rewards
+
+
+# -- the Gymnasium faces: each pair shares its simulator, so the math exists once --------
+class LinearBanditEnv(BanditEnv):
+    """Linear contextual bandit (LMC-TS paper, Section 5.1); see ``docs/envs.md``.
+
+    ## Description
+    ``theta*`` and each arm's features are drawn from ``N(0, I)`` and scaled to
+    unit norm; the arm set is new every round (``LinearBandit-v0``) or fixed for
+    the episode (``LinearBanditFixed-v0``, ``changing_arms=False``).
+
+    ## Observation Space
+    ``Box(-1, 1, (n_arms, dim), float32)``: one unit-norm feature row per arm.
+
+    ## Action Space
+    ``Discrete(n_arms)``: the index of the arm to play.
+
+    ## Rewards
+    ``x . theta* + eps``, ``eps ~ N(0, noise_std^2)``. ``noise_std`` defaults to
+    ``sqrt(0.5)``: the paper's text says ``sigma^2 = 0.5``.
+
+    ## Info
+    ``expected_rewards`` ``(n_arms,)`` and ``optimal_action`` of the observation
+    returned with it; ``step`` adds ``regret``, the expected-reward gap between
+    the best arm and the chosen arm of the round just played.
+
+    ## Arguments
+    See :class:`SyntheticBanditSimulator`: ``n_arms`` (50), ``dim`` (20),
+    ``horizon`` (10,000), ``changing_arms``, ``noise_std``, ``instance_seed``.
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    simulator_class = LinearBanditSimulator
+
+
+class LinearBanditVectorEnv(BanditVectorEnv):
+    """Batched :class:`LinearBanditEnv`: replica ``i`` of ``reset(seed=s)`` is the single env with ``seed=s + i``."""
+
+    simulator_class = LinearBanditSimulator
+
+
+class LogisticBanditEnv(BanditEnv):
+    """Logistic contextual bandit (LMC-TS paper, Section 5.1); see ``docs/envs.md``.
+
+    Same spaces, info and arguments as :class:`LinearBanditEnv`, with an arm set
+    fixed for the episode and rewards ``Bernoulli(sigmoid(x . theta*))`` in {0, 1}.
+    """
+
+    simulator_class = LogisticBanditSimulator
+
+
+class LogisticBanditVectorEnv(BanditVectorEnv):
+    """Batched :class:`LogisticBanditEnv`: replica ``i`` of ``reset(seed=s)`` is the single env with ``seed=s + i``."""
+
+    simulator_class = LogisticBanditSimulator
+
+
+class QuadraticBanditEnv(BanditEnv):
+    """Quadratic contextual bandit (LMC-TS paper, Section 5.1); see ``docs/envs.md``.
+
+    Same spaces, info and arguments as :class:`LinearBanditEnv`, with a new arm
+    set every round and rewards ``10 (x . theta*)^2 + N(0, noise_std^2)``
+    (``noise_std`` 1 in the registry, as in the paper).
+    """
+
+    simulator_class = QuadraticBanditSimulator
+
+
+class QuadraticBanditVectorEnv(BanditVectorEnv):
+    """Batched :class:`QuadraticBanditEnv`: replica ``i`` of ``reset(seed=s)`` is the single env with ``seed=s + i``."""
+
+    simulator_class = QuadraticBanditSimulator
