@@ -221,7 +221,8 @@ class BanditVectorEnv(VectorEnv):
         self._needs_reset = False
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
-        super().reset(seed=seed)  # seeds self.np_random (used only for an unseeded first reset)
+        # self.np_random only supplies the seed of a first, unseeded reset.
+        super().reset(seed=seed[0] if isinstance(seed, (list, tuple)) and seed else seed)
         if seed is not None:
             seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed + i for i in range(self.num_envs)]
             if len(seeds) != self.num_envs:

@@ -1,0 +1,220 @@
+"""Read a dataset from an OpenML cache directory: no network, no writes.
+
+The layout is the one ``openml`` (0.15) uses::
+
+    <root>/org/openml/www/datasets/<id>/description.xml
+    <root>/org/openml/www/datasets/<id>/dataset.arff        (or dataset_<id>.pq)
+
+We parse these files ourselves instead of calling ``openml.datasets.get_dataset``:
+``openml`` writes pickles next to the data on first load (which fails on a
+read-only cache, e.g. a shared cluster mount), may go to the server for files it
+considers missing (parquet, features), and reports damaged files with a
+traceback from deep inside its parser. Reading the files directly never touches
+the network or the cache directory, and every failure names the file.
+
+ARFF headers are parsed with ``liac-arff`` (an ``openml`` dependency); the data
+section, which can be large (Covertype: 581,012 rows), with ``pandas.read_csv``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bandit_gym.datasets.errors import DatasetFileError
+
+#: Subdirectory of the cache root that holds files of the public server www.openml.org.
+SERVER_SUBDIR = Path("org", "openml", "www")
+_NS = "{http://openml.org/openml}"
+_NUMERIC = {"NUMERIC", "REAL", "INTEGER"}
+
+
+@dataclass
+class RawTable:
+    """A dataset as read from the cache, before preprocessing.
+
+    ``columns[i]`` is float64 with NaN for missing values if ``categories[i]`` is
+    None (numeric), else int64 codes into ``categories[i]`` with -1 for missing.
+    ``labels`` are int64 codes into ``class_names``.
+    """
+
+    path: Path
+    feature_names: list[str]
+    columns: list[np.ndarray]
+    categories: list[list[str] | None]
+    labels: np.ndarray
+    class_names: list[str]
+
+
+def dataset_dir(root: Path, dataset_id: int) -> Path:
+    """Folder of dataset ``dataset_id`` in the cache rooted at ``root``."""
+    return Path(root) / SERVER_SUBDIR / "datasets" / str(dataset_id)
+
+
+def data_file(folder: Path, dataset_id: int) -> Path | None:
+    """The data file of a cached dataset (ARFF preferred, then parquet), or None."""
+    for candidate in ("dataset.arff", f"dataset_{dataset_id}.pq", "dataset.pq"):
+        if (folder / candidate).is_file():
+            return folder / candidate
+    return None
+
+
+def read_description(path: Path) -> dict[str, object]:
+    """The fields of ``description.xml`` that loading needs."""
+    try:
+        root = ElementTree.parse(path).getroot()
+    except (ElementTree.ParseError, OSError, UnicodeDecodeError) as exc:
+        raise DatasetFileError(f"{path}: not a readable OpenML dataset description ({exc}); delete it and download again") from None
+
+    def text(tag: str) -> str | None:
+        node = root.find(_NS + tag)
+        return node.text.strip() if node is not None and node.text else None
+
+    target = text("default_target_attribute")
+    if target is None:
+        raise DatasetFileError(f"{path}: the description names no default_target_attribute")
+    return {
+        "name": text("name"),
+        "target": target,
+        "row_id": text("row_id_attribute"),
+        "ignore": [n.text.strip() for n in root.findall(_NS + "ignore_attribute") if n.text],
+        "md5": text("md5_checksum"),
+    }
+
+
+def read_table(folder: Path, dataset_id: int, path: Path) -> RawTable:
+    """Read the dataset in ``folder`` whose data file is ``path``."""
+    description = read_description(folder / "description.xml")
+    if path.suffix == ".arff":
+        if description["md5"]:
+            _check_md5(path, description["md5"])
+        names, kinds, frame = _read_arff(path)
+    else:
+        names, kinds, frame = _read_parquet(path)
+    drop = {description["row_id"], *description["ignore"]} - {None}
+    target = description["target"]
+    if target not in names:
+        raise DatasetFileError(f"{path}: target attribute {target!r} (from description.xml) is not among {names}")
+    table = RawTable(path, [], [], [], np.empty(0, np.int64), [])
+    for name, kind in zip(names, kinds):
+        if name in drop:
+            continue
+        values, categories = _convert(path, name, kind, frame[name])
+        if name == target:
+            if categories is None:  # a numeric target: classes are its distinct values
+                classes, values = np.unique(values, return_inverse=True)
+                categories = [f"{c:g}" for c in classes]
+            if (values < 0).any():
+                row = int(np.argmax(values < 0))
+                raise DatasetFileError(f"{path}: data row {row} has no class label ('?'); labels may not be missing")
+            table.labels, table.class_names = values.astype(np.int64), categories
+        else:
+            table.feature_names.append(name)
+            table.columns.append(values)
+            table.categories.append(categories)
+    return table
+
+
+def _check_md5(path: Path, expected: str) -> None:
+    digest = hashlib.md5()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise DatasetFileError(
+            f"{path}: md5 {digest.hexdigest()} differs from the description's {expected} "
+            "(a partial or damaged download); delete the file and download again"
+        )
+
+
+def _read_arff(path: Path) -> tuple[list[str], list[object], pd.DataFrame]:
+    """Header through liac-arff, data section through pandas; every failure names the file."""
+    import arff  # liac-arff, installed with openml
+
+    header = []
+    try:
+        fh = path.open("r", encoding="utf-8")
+    except OSError as exc:
+        raise DatasetFileError(f"{path}: cannot open ({exc})") from None
+    with fh:
+        try:
+            for line in fh:
+                header.append(line)
+                if line.strip().upper().startswith("@DATA"):
+                    break
+            else:
+                raise DatasetFileError(f"{path}: no @DATA section (the file is truncated or not ARFF)")
+            try:
+                attributes = arff.loads("".join(header))["attributes"]
+            except Exception as exc:  # liac-arff raises its own ArffException family and others
+                raise DatasetFileError(f"{path}: malformed ARFF header ({exc})") from None
+            names = [a[0] for a in attributes]
+            kinds = [a[1] if isinstance(a[1], list) else str(a[1]).upper() for a in attributes]
+            for name, kind in zip(names, kinds):
+                if not isinstance(kind, list) and kind not in _NUMERIC:
+                    raise DatasetFileError(f"{path}: attribute {name!r} has type {kind}; only numeric and nominal are supported")
+            # Nominal columns are read as categories (memory-light); the last column never takes '?'
+            # as missing at read time, so a NaN there can only mean a row with too few fields.
+            dtypes = {n: ("category" if isinstance(k, list) or n == names[-1] else "float64") for n, k in zip(names, kinds)}
+            na_values = {n: ["?"] for n in names[:-1]}
+            frame = pd.read_csv(
+                fh, header=None, names=names, dtype=dtypes, na_values=na_values, keep_default_na=False,
+                quotechar="'", skipinitialspace=True, comment="%", skip_blank_lines=True, engine="c",
+            )
+        except DatasetFileError:
+            raise
+        except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+            raise DatasetFileError(f"{path}: cannot parse the ARFF data ({exc}); the file is damaged") from None
+    if len(frame) and str(frame.iloc[0, 0]).startswith("{"):
+        raise DatasetFileError(f"{path}: sparse ARFF data is not supported")
+    short = frame[names[-1]].isna().to_numpy()
+    if short.any():
+        raise DatasetFileError(
+            f"{path}: data row {int(np.argmax(short))} has fewer than {len(names)} fields "
+            "(the file is truncated or damaged); delete it and download again"
+        )
+    return names, kinds, frame
+
+
+def _read_parquet(path: Path) -> tuple[list[str], list[object], pd.DataFrame]:
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises many types (ArrowInvalid, OSError, ...)
+        raise DatasetFileError(f"{path}: cannot read the parquet file ({exc}); delete it and download again") from None
+    kinds: list[object] = []
+    for name in frame.columns:
+        column = frame[name]
+        if pd.api.types.is_numeric_dtype(column) and not isinstance(column.dtype, pd.CategoricalDtype):
+            kinds.append("NUMERIC")
+        else:  # parquet keeps no declared value order: sort, numerically when every value is a number
+            values = [str(v) for v in pd.unique(column.dropna().astype(str))]
+            numeric = pd.to_numeric(pd.Series(values), errors="coerce")
+            kinds.append(sorted(values, key=float) if numeric.notna().all() else sorted(values))
+    frame = frame.astype({n: "category" for n, k in zip(frame.columns, kinds) if isinstance(k, list)})
+    return [str(n) for n in frame.columns], kinds, frame
+
+
+def _convert(path: Path, name: str, kind: object, column: pd.Series) -> tuple[np.ndarray, list[str] | None]:
+    """One column as float64 (numeric) or int64 codes into the declared values (nominal)."""
+    if not isinstance(kind, list):
+        if isinstance(column.dtype, pd.CategoricalDtype):  # the last column, read as text
+            text = column.astype(str)
+            values = pd.to_numeric(text.where(text != "?"), errors="coerce")
+            bad = values.isna() & (text != "?")
+            if bad.any():
+                raise DatasetFileError(f"{path}: attribute {name!r} is numeric but holds {text[bad].iloc[0]!r}")
+            return values.to_numpy(np.float64), None
+        return column.to_numpy(np.float64), None
+    declared = [str(v) for v in kind]
+    found = [str(c) for c in column.cat.categories]
+    unknown = sorted(set(found) - set(declared) - {"?"})
+    if unknown:
+        raise DatasetFileError(f"{path}: attribute {name!r} holds {unknown[:5]}, not among its declared values {declared}")
+    lookup = np.array([declared.index(c) if c in declared else -1 for c in found] + [-1], dtype=np.int64)
+    codes = column.cat.codes.to_numpy().astype(np.int64)  # -1 for NaN -> lookup[-1] = -1
+    return lookup[codes], declared

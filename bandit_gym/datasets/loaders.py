@@ -1,0 +1,258 @@
+"""Load the paper's real datasets once per process, preprocessed, as torch tensors.
+
+UCI data (Shuttle, MagicTelescope, Mushroom, Covertype) come from an OpenML cache
+directory, looked up by integer OpenML id (never by name: that asks the server
+even when the files are cached); CIFAR10's test split comes from torchvision's
+layout. Loading never downloads unless ``download=True`` is passed; a missing
+dataset raises :class:`DatasetNotFoundError` at once, naming the dataset, the
+directory searched and the ``bandit-gym download`` command that fills it.
+See ``docs/datasets.md`` for the preprocessing.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bandit_gym.datasets import _openml_files
+from bandit_gym.datasets.errors import DatasetFileError, DatasetNotFoundError
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Where a dataset comes from and how many classes (arms) it has."""
+
+    name: str
+    title: str
+    openml_id: int | None  # None: torchvision
+    n_classes: int
+
+
+SPECS: dict[str, DatasetSpec] = {
+    spec.name: spec
+    for spec in (
+        DatasetSpec("shuttle", "Shuttle", 40685, 7),
+        DatasetSpec("magictelescope", "MagicTelescope", 1120, 2),
+        DatasetSpec("mushroom", "Mushroom", 24, 2),
+        DatasetSpec("covertype", "Covertype", 1596, 7),
+        DatasetSpec("cifar10", "CIFAR10", None, 10),
+    )
+}
+ENCODINGS = ("ordinal", "onehot")
+SCALINGS = ("l2", "standardize", "none")
+#: Environment variable for CIFAR10's torchvision ``root`` (OpenML data use ``OPENML_CACHE_DIR``).
+CIFAR10_ROOT_ENV_VAR = "BANDIT_GYM_CIFAR10_ROOT"
+
+
+@dataclass(eq=False)
+class LoadedDataset:
+    """A preprocessed dataset shared by every env of the process that uses it."""
+
+    name: str
+    features: torch.Tensor  # (N, d) float32, CPU
+    labels: torch.Tensor  # (N,) int64 arm indices
+    class_names: tuple[str, ...]  # class_names[j] is the label of arm j
+    feature_names: tuple[str, ...]
+    source: Path
+    feature_low: float
+    feature_high: float
+    _by_device: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_rows(self) -> int:
+        return self.features.shape[0]
+
+    @property
+    def dim(self) -> int:
+        return self.features.shape[1]
+
+    def on(self, device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(features, labels)`` on ``device``, copied there once and then shared."""
+        device = torch.device(device)
+        with _LOCK:
+            if device not in self._by_device:
+                self._by_device[device] = (self.features.to(device), self.labels.to(device))
+            return self._by_device[device]
+
+
+_CACHE: dict[tuple, LoadedDataset] = {}
+_LOCK = threading.RLock()
+
+
+def get_spec(name: str) -> DatasetSpec:
+    key = str(name).lower().replace("-", "").replace("_", "")
+    if key not in SPECS:
+        raise ValueError(f"dataset must be one of {sorted(SPECS)}, got {name!r}")
+    return SPECS[key]
+
+
+def resolve_cache_dir(name: str, cache_dir: str | os.PathLike | None = None) -> Path:
+    """The directory searched for ``name``: ``cache_dir``, else the env variable, else the default.
+
+    OpenML data: ``OPENML_CACHE_DIR``, else openml's configured cache directory.
+    CIFAR10 (torchvision ``root``): ``BANDIT_GYM_CIFAR10_ROOT``, else ``~/.cache/bandit_gym/torchvision``.
+    """
+    spec = get_spec(name)
+    if cache_dir is not None:
+        return Path(cache_dir).expanduser()
+    if spec.openml_id is None:
+        return Path(os.environ.get(CIFAR10_ROOT_ENV_VAR, "~/.cache/bandit_gym/torchvision")).expanduser()
+    if "OPENML_CACHE_DIR" in os.environ:
+        return Path(os.environ["OPENML_CACHE_DIR"]).expanduser()
+    import openml
+
+    return Path(openml.config.get_config_as_dict()["cachedir"]).expanduser()
+
+
+def load_dataset(
+    name: str,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    encoding: str = "ordinal",
+    scaling: str = "l2",
+    download: bool = False,
+    verify_checksums: bool = True,
+) -> LoadedDataset:
+    """Load ``name`` (see :data:`SPECS`) preprocessed; cached per process by all the arguments.
+
+    Args:
+        name: ``shuttle``, ``magictelescope``, ``mushroom``, ``covertype`` or ``cifar10``.
+        cache_dir: OpenML cache root (or torchvision root for CIFAR10); see :func:`resolve_cache_dir`.
+        encoding: Nominal attributes as one ordinal code each (``"ordinal"``) or one 0/1 column per
+            declared value (``"onehot"``). No effect on CIFAR10.
+        scaling: ``"l2"`` (each row to unit norm, the paper's code), ``"standardize"`` (each column
+            to mean 0, std 1) or ``"none"``.
+        download: Download the data into ``cache_dir`` first if missing (needs the internet).
+        verify_checksums: Check CIFAR10 files against torchvision's md5 sums.
+    """
+    spec = get_spec(name)
+    if encoding not in ENCODINGS:
+        raise ValueError(f"encoding must be one of {ENCODINGS}, got {encoding!r}")
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
+    root = resolve_cache_dir(spec.name, cache_dir).resolve()
+    key = (spec.name, str(root), encoding, scaling, bool(verify_checksums))
+    with _LOCK:
+        if key not in _CACHE:
+            if download:
+                download_dataset(spec.name, root)
+            if spec.openml_id is None:
+                from bandit_gym.datasets import _cifar
+
+                x, y, classes, source = _cifar.load_cifar10_test(root, verify_checksums, _missing_message(spec, root))
+                names, low, high = tuple(f"pixel{i}" for i in range(x.shape[1])), -1.0, 1.0
+                x, low, high = _scale(x, scaling, low, high)
+            else:
+                folder = _openml_files.dataset_dir(root, spec.openml_id)
+                path = _openml_files.data_file(folder, spec.openml_id)
+                if path is None or not (folder / "description.xml").is_file():
+                    raise DatasetNotFoundError(_missing_message(spec, root))
+                table = _openml_files.read_table(folder, spec.openml_id, path)
+                x, names = _encode(table, encoding)
+                x, low, high = _scale(x, scaling, -np.inf, np.inf)
+                y, classes, source = table.labels, table.class_names, path
+            if len(classes) != spec.n_classes:
+                raise DatasetFileError(f"{source}: {spec.title} should have {spec.n_classes} classes, found {classes}")
+            _CACHE[key] = LoadedDataset(
+                spec.name, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)),
+                torch.from_numpy(np.asarray(y, dtype=np.int64)), tuple(classes), tuple(names), source, low, high,
+            )
+        return _CACHE[key]
+
+
+def _missing_message(spec: DatasetSpec, root: Path) -> str:
+    if spec.openml_id is None:
+        where = f"{root / 'cifar-10-batches-py'} (torchvision's CIFAR10 layout: test_batch and batches.meta)"
+        variable = CIFAR10_ROOT_ENV_VAR
+    else:
+        folder = _openml_files.dataset_dir(root, spec.openml_id)
+        where = f"{root} (looked for {folder}/description.xml and dataset.arff or dataset_{spec.openml_id}.pq)"
+        variable = "OPENML_CACHE_DIR"
+    source = "torchvision" if spec.openml_id is None else f"OpenML dataset {spec.openml_id}"
+    return (
+        f"{spec.title} ({source}) is not in the cache directory {where}. bandit-gym never downloads unless "
+        f"asked: on a machine with internet access run `bandit-gym download {spec.name} --cache-dir DIR` "
+        f"(or pass download=True), then copy DIR to this machine and pass cache_dir=DIR or set {variable}=DIR."
+    )
+
+
+def _encode(table: _openml_files.RawTable, encoding: str) -> tuple[np.ndarray, list[str]]:
+    """Numeric columns as they are (missing: the column mean); nominal ones encoded.
+
+    Ordinal: the index of the value in the attribute's declared value list, missing as one more
+    value after the declared ones. One-hot: one 0/1 column per declared value, missing as all zeros.
+    """
+    blocks, names = [], []
+    for name, values, categories in zip(table.feature_names, table.columns, table.categories):
+        if categories is None:
+            observed = values[~np.isnan(values)]
+            fill = observed.mean() if observed.size else 0.0
+            blocks.append(np.where(np.isnan(values), fill, values)[:, None])
+            names.append(name)
+        elif encoding == "ordinal":
+            blocks.append(np.where(values < 0, len(categories), values).astype(np.float64)[:, None])
+            names.append(name)
+        else:
+            blocks.append((values[:, None] == np.arange(len(categories))[None, :]).astype(np.float64))
+            names.extend(f"{name}={c}" for c in categories)
+    return np.concatenate(blocks, axis=1), names  # (N, d)
+
+
+def _scale(x: np.ndarray, scaling: str, low: float, high: float) -> tuple[np.ndarray, float, float]:
+    """Apply ``scaling`` in float64; return the data and the bounds of its values."""
+    x = np.asarray(x, dtype=np.float64)
+    if scaling == "l2":  # |x_i| <= ||x|| so every value is in [-1, 1]; all-zero rows stay zero
+        norms = np.linalg.norm(x, axis=1, keepdims=True)  # (N, 1)
+        return x / np.where(norms > 0, norms, 1.0), -1.0, 1.0
+    if scaling == "standardize":  # constant columns become 0
+        std = x.std(axis=0)
+        return (x - x.mean(axis=0)) / np.where(std > 0, std, 1.0), -np.inf, np.inf
+    return x, low, high
+
+
+def download_dataset(name: str, cache_dir: str | os.PathLike | None = None) -> Path:
+    """Download ``name`` into ``cache_dir`` (see :func:`resolve_cache_dir`); return the dataset folder.
+
+    OpenML data are fetched by id with a single try (no retry loop) and stored as
+    ``description.xml`` + ``dataset.arff``, the layout :func:`load_dataset` reads.
+    """
+    spec = get_spec(name)
+    root = resolve_cache_dir(spec.name, cache_dir)
+    try:
+        if spec.openml_id is None:
+            from bandit_gym.datasets import _cifar
+
+            return _cifar.download_cifar10(root)
+        return _download_openml(spec.openml_id, root)
+    except Exception as exc:
+        raise DatasetNotFoundError(
+            f"could not download {spec.title} into {root}: {type(exc).__name__}: {exc}. "
+            "Check the internet connection, or download on another machine and copy the directory."
+        ) from exc
+
+
+def _download_openml(dataset_id: int, root: Path) -> Path:
+    import openml
+
+    config = openml.config
+    saved = (config.get_config_as_dict()["cachedir"], config.retry_policy, config.connection_n_retries)
+    saved_skip = os.environ.get(config.OPENML_SKIP_PARQUET_ENV_VAR)
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        config.set_root_cache_directory(root)
+        config.set_retry_policy("human", 1)
+        os.environ[config.OPENML_SKIP_PARQUET_ENV_VAR] = "true"  # ARFF: the layout we read
+        openml.datasets.get_dataset(dataset_id, download_data=True)
+    finally:
+        config.set_root_cache_directory(saved[0])
+        config.set_retry_policy(saved[1], saved[2])
+        if saved_skip is None:
+            os.environ.pop(config.OPENML_SKIP_PARQUET_ENV_VAR, None)
+        else:
+            os.environ[config.OPENML_SKIP_PARQUET_ENV_VAR] = saved_skip
+    return _openml_files.dataset_dir(root, dataset_id)

@@ -1,0 +1,106 @@
+"""envs_registry.yaml: the single source of ids, its validation, and the installed wheel."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+import yaml
+
+import bandit_gym
+from bandit_gym.registration import RegistryError, load_registry, registry_path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_package_reads_the_repository_root_registry():
+    assert registry_path().resolve() == (REPO / "envs_registry.yaml").resolve()
+    ids = list(yaml.safe_load((REPO / "envs_registry.yaml").read_text()))
+    assert list(bandit_gym.ENV_IDS) == ids
+    for env_id in ids:
+        assert env_id in gym.registry
+
+
+def test_registry_defaults_reach_the_env():
+    entry = load_registry()["LinearBandit-v0"]
+    env = gym.make("LinearBandit-v0")
+    assert env.unwrapped.sim.noise_std == entry["kwargs"]["noise_std"]
+    assert env.unwrapped.horizon == entry["kwargs"]["horizon"]
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("Foo-v0: [1, 2]\n", "entry 'Foo-v0': expected a mapping"),
+        ("Foo-v0: {kwargs: {}}\n", "entry 'Foo-v0': 'entry_point' is required"),
+        ("Foo-v0: {entry_point: 'no colon here'}\n", "entry 'Foo-v0': entry_point must look like"),
+        ("Foo-v0: {entry_point: 'a.b:C', colour: red}\n", r"entry 'Foo-v0': unknown keys \['colour'\]"),
+        ("Foo-v0: {entry_point: 'a.b:C', kwargs: [1]}\n", "entry 'Foo-v0': kwargs must be a mapping"),
+        ("Foo: {entry_point: 'a.b:C'}\n", "entry 'Foo': the id must look like"),
+        ("Foo-v0: {entry_point: 'a.b:C'\n", "cannot read the env registry"),
+        ("", "expected a mapping of env ids"),
+    ],
+)
+def test_malformed_registry_names_file_and_entry(tmp_path, text, match):
+    path = tmp_path / "envs_registry.yaml"
+    path.write_text(text)
+    with pytest.raises(RegistryError, match=match) as excinfo:
+        load_registry(path)
+    assert str(path) in str(excinfo.value)
+
+
+def _python_with_package_copy(tmp_path: Path, registry_text: str | None) -> subprocess.CompletedProcess:
+    """Import a copy of bandit_gym whose registry file is replaced, in a fresh interpreter."""
+    package = tmp_path / "bandit_gym"
+    shutil.copytree(REPO / "bandit_gym", package, symlinks=False, ignore=shutil.ignore_patterns("__pycache__"))
+    if registry_text is not None:
+        (package / "envs_registry.yaml").write_text(registry_text)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    code = "import bandit_gym; print(bandit_gym.__file__)"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+
+
+def test_malformed_entry_fails_at_import(tmp_path):
+    ok = _python_with_package_copy(tmp_path / "good", None)
+    assert ok.returncode == 0 and str(tmp_path / "good") in ok.stdout  # the copy, not the checkout, is imported
+    bad = _python_with_package_copy(tmp_path / "bad", "LinearBandit-v0: {entry_point: 'nope'}\n")
+    assert bad.returncode != 0
+    assert "envs_registry.yaml: entry 'LinearBandit-v0': entry_point must look like" in bad.stderr
+
+
+def test_every_env_is_made_from_an_installed_wheel(tmp_path):
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(REPO)],
+        check=True, capture_output=True, cwd=tmp_path,
+    )
+    (wheel,) = wheels.glob("bandit_gym-*.whl")
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    # --no-deps: reuse the dependencies already installed beside the checkout; install the wheel
+    # with this interpreter's pip into the new environment's site-packages.
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", site, str(wheel)],
+                   check=True, capture_output=True)
+    code = (
+        "import gymnasium as gym, bandit_gym, pathlib\n"
+        "assert 'site-packages' in bandit_gym.__file__, bandit_gym.__file__\n"
+        "assert not pathlib.Path(bandit_gym.__file__).parent.joinpath('envs_registry.yaml').is_symlink()\n"
+        "for env_id in bandit_gym.ENV_IDS:\n"
+        "    if not gym.registry[env_id].entry_point.startswith('bandit_gym.synthetic'):\n"
+        "        continue  # dataset envs need data; their registration is what matters here\n"
+        "    gym.make(env_id).reset(seed=0)\n"
+        "    gym.make_vec(env_id, num_envs=2, vectorization_mode='vector_entry_point').reset(seed=0)\n"
+        "print(len(bandit_gym.ENV_IDS))\n"
+    )
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout.strip()) == len(bandit_gym.ENV_IDS)

@@ -1,0 +1,249 @@
+"""Contract tests of every registered synthetic env (single-env face)."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium.utils.env_checker import check_env
+
+import bandit_gym  # noqa: F401  (registers the envs)
+
+SYNTHETIC_IDS = ["LinearBandit-v0", "LinearBanditFixed-v0", "LogisticBandit-v0", "QuadraticBandit-v0"]
+SMALL = {"n_arms": 6, "dim": 4, "horizon": 50}
+
+
+def rollout(env: gym.Env, seed: int, steps: int) -> list:
+    obs, info = env.reset(seed=seed)
+    out = [obs]
+    for t in range(steps):
+        obs, reward, terminated, truncated, info = env.step(t % env.action_space.n)
+        out += [obs, reward, info["regret"]]
+    return out
+
+
+def assert_rollouts_equal(a: list, b: list) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_every_synthetic_id_is_registered():
+    for env_id in SYNTHETIC_IDS:
+        assert env_id in gym.registry
+        assert gym.registry[env_id].vector_entry_point is not None
+
+
+@pytest.mark.parametrize("env_id", SYNTHETIC_IDS)
+def test_every_env_passes_check_env(env_id):
+    env = gym.make(env_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "passes with no warnings"
+        check_env(env.unwrapped)
+
+
+@pytest.mark.parametrize("env_id", SYNTHETIC_IDS)
+def test_env_spaces_follow_the_contract(env_id):
+    env = gym.make(env_id)
+    assert env.observation_space == gym.spaces.Box(-1.0, 1.0, shape=(50, 20), dtype=np.float32)
+    assert env.action_space == gym.spaces.Discrete(50)
+    assert env.unwrapped.horizon == 10_000
+    small = gym.make(env_id, n_arms=10, dim=5)
+    assert small.observation_space.shape == (10, 5) and small.action_space.n == 10
+
+
+@pytest.mark.parametrize("env_id", SYNTHETIC_IDS)
+def test_seeded_rollout_is_deterministic(env_id):
+    a = rollout(gym.make(env_id), seed=7, steps=100)
+    b = rollout(gym.make(env_id), seed=7, steps=100)
+    assert_rollouts_equal(a, b)
+
+
+@pytest.mark.parametrize("env_id", SYNTHETIC_IDS)
+def test_different_seeds_differ(env_id):
+    a = rollout(gym.make(env_id, **SMALL), seed=1, steps=5)
+    b = rollout(gym.make(env_id, **SMALL), seed=2, steps=5)
+    assert not np.array_equal(a[0], b[0])
+
+
+@pytest.mark.parametrize("env_id", SYNTHETIC_IDS)
+def test_unseeded_reset_continues_deterministically(env_id):
+    a, b = gym.make(env_id, **SMALL), gym.make(env_id, **SMALL)
+    seeded, _ = a.reset(seed=3)
+    b.reset(seed=3)
+    first, _ = a.reset()
+    second, _ = b.reset()
+    np.testing.assert_array_equal(first, second)
+    assert not np.array_equal(first, seeded)  # a new episode, not a replay
+
+
+@pytest.mark.parametrize("env_id", SYNTHETIC_IDS)
+def test_env_pickles_mid_episode(env_id):
+    env = gym.make(env_id, **SMALL)
+    env.reset(seed=5)
+    env.step(0)
+    clone = pickle.loads(pickle.dumps(env))
+    for t in range(10):
+        a, b = env.step(t % 6), clone.step(t % 6)
+        np.testing.assert_array_equal(a[0], b[0])
+        assert a[1] == b[1]
+
+
+@pytest.mark.parametrize("env_id", SYNTHETIC_IDS)
+def test_regret_is_nonnegative_and_zero_for_optimal_arm(env_id):
+    env = gym.make(env_id, **SMALL)
+    obs, info = env.reset(seed=11)
+    for t in range(SMALL["horizon"]):
+        expected = info["expected_rewards"]
+        assert info["optimal_action"] == int(np.argmax(expected))
+        action = info["optimal_action"] if t % 2 == 0 else (t * 5) % 6
+        obs, reward, terminated, truncated, info_next = env.step(action)
+        if action == int(np.argmax(expected)):
+            assert info_next["regret"] == 0.0  # exactly, not approximately
+        else:
+            assert info_next["regret"] == pytest.approx(float(expected.max() - expected[action]), abs=1e-6)
+            assert info_next["regret"] >= 0.0
+        info = info_next
+
+
+@pytest.mark.parametrize("env_id", SYNTHETIC_IDS)
+def test_info_describes_the_observation_it_comes_with(env_id):
+    env = gym.make(env_id, **SMALL)
+    sim = env.unwrapped.sim
+    obs, info = env.reset(seed=2)
+    for _ in range(5):
+        theta = sim.theta[0].numpy()
+        expected = obs @ theta
+        if env_id.startswith("Logistic"):
+            expected = 1 / (1 + np.exp(-expected))
+        elif env_id.startswith("Quadratic"):
+            expected = 10 * expected**2
+        np.testing.assert_allclose(info["expected_rewards"], expected, rtol=1e-5, atol=1e-6)
+        obs, _, _, _, info = env.step(0)
+
+
+@pytest.mark.parametrize("env_id", SYNTHETIC_IDS)
+def test_theta_and_arms_have_unit_norm(env_id):
+    env = gym.make(env_id, **SMALL)
+    obs, _ = env.reset(seed=4)
+    for _ in range(3):
+        np.testing.assert_allclose(np.linalg.norm(obs, axis=1), 1.0, rtol=1e-6)
+        obs, *_ = env.step(0)
+    np.testing.assert_allclose(torch.linalg.vector_norm(env.unwrapped.sim.theta).item(), 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("env_id", ["LinearBanditFixed-v0", "LogisticBandit-v0"])
+def test_fixed_arm_envs_keep_their_arms(env_id):
+    env = gym.make(env_id, **SMALL)
+    first, _ = env.reset(seed=9)
+    for _ in range(20):
+        obs, *_ = env.step(1)
+        np.testing.assert_array_equal(obs, first)
+
+
+@pytest.mark.parametrize("env_id", ["LinearBandit-v0", "QuadraticBandit-v0"])
+def test_changing_arm_envs_draw_new_arms(env_id):
+    env = gym.make(env_id, **SMALL)
+    first, _ = env.reset(seed=9)
+    obs, *_ = env.step(1)
+    assert not np.array_equal(obs, first)
+
+
+@pytest.mark.parametrize(("env_id", "noise_std"), [("LinearBandit-v0", 0.3), ("QuadraticBandit-v0", 1.0)])
+def test_noise_level_matches_its_keyword(env_id, noise_std):
+    # reward - expected reward of the chosen arm is N(0, noise_std^2). With n draws the sample
+    # variance has relative standard error sqrt(2 / (n - 1)) = 0.02 at n = 5000; allow 4 s.e.
+    n = 5000
+    env = gym.make(env_id, n_arms=3, dim=2, horizon=n, noise_std=noise_std)
+    _, info = env.reset(seed=0)
+    residuals = []
+    for _ in range(n):
+        expected = info["expected_rewards"][0]
+        _, reward, _, _, info = env.step(0)
+        residuals.append(reward - expected)
+    residuals = np.asarray(residuals)
+    assert abs(residuals.mean()) < 4 * noise_std / math.sqrt(n)
+    assert residuals.var(ddof=1) == pytest.approx(noise_std**2, rel=4 * math.sqrt(2 / (n - 1)))
+
+
+def test_logistic_rewards_are_bernoulli_with_the_expected_mean():
+    # Mean of n Bernoulli(p) draws has standard error <= 0.5 / sqrt(n); allow 4 s.e.
+    n = 5000
+    env = gym.make("LogisticBandit-v0", n_arms=3, dim=2, horizon=n)
+    _, info = env.reset(seed=1)
+    p = info["expected_rewards"][2]
+    rewards = np.array([env.step(2)[1] for _ in range(n)])
+    assert set(np.unique(rewards)) <= {0.0, 1.0}
+    assert abs(rewards.mean() - p) < 4 * 0.5 / math.sqrt(n)
+
+
+def test_instance_seed_fixes_the_problem_across_seeds():
+    a = gym.make("LinearBanditFixed-v0", instance_seed=3, **SMALL)
+    b = gym.make("LinearBanditFixed-v0", instance_seed=3, **SMALL)
+    obs_a, _ = a.reset(seed=1)
+    obs_b, _ = b.reset(seed=2)
+    np.testing.assert_array_equal(obs_a, obs_b)
+    torch.testing.assert_close(a.unwrapped.sim.theta, b.unwrapped.sim.theta, rtol=0, atol=0)
+    # the noise still follows the run seed
+    assert a.step(0)[1] != b.step(0)[1]
+    c = gym.make("LinearBanditFixed-v0", **SMALL)
+    obs_c1, _ = c.reset(seed=1)
+    obs_c2, _ = c.reset(seed=2)
+    assert not np.array_equal(obs_c1, obs_c2)  # default: each seed is a new instance
+
+
+def test_horizon_is_enforced_as_truncation():
+    env = gym.make("LinearBandit-v0", **SMALL)
+    env.reset(seed=0)
+    for t in range(SMALL["horizon"]):
+        _, _, terminated, truncated, info = env.step(0)
+        assert terminated is False
+        assert truncated == (t == SMALL["horizon"] - 1)
+    assert set(info) == {"expected_rewards", "optimal_action", "regret"}
+    with pytest.raises(RuntimeError, match="horizon"):
+        env.unwrapped.step(0)
+
+
+@pytest.mark.parametrize(
+    ("action", "match"),
+    [(6, "out of range"), (-1, "out of range"), (1.5, "not an integer"), (np.nan, "not an integer"),
+     (True, "not an integer"), ("2", "not an integer"), (np.array([1, 2]), "shape"), (None, "not an integer")],
+)
+def test_bad_action_raises_naming_value_and_accepted(action, match):
+    env = gym.make("LinearBandit-v0", **SMALL).unwrapped
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=match) as excinfo:
+        env.step(action)
+    assert "[0, 6)" in str(excinfo.value)
+
+
+def test_numpy_and_torch_integer_actions_are_accepted():
+    env = gym.make("LinearBandit-v0", **SMALL).unwrapped
+    env.reset(seed=0)
+    for action in (np.int64(2), np.array(3), torch.tensor(1), 5):
+        env.step(action)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"n_arms": 1}, "n_arms"), ({"n_arms": 2.5}, "n_arms"), ({"dim": 0}, "dim"), ({"horizon": -3}, "horizon"),
+     ({"noise_std": -0.1}, "noise_std"), ({"noise_std": float("nan")}, "noise_std"),
+     ({"changing_arms": "yes"}, "changing_arms"), ({"instance_seed": -1}, "instance_seed")],
+)
+def test_bad_keywords_raise_naming_the_argument(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        gym.make("LinearBandit-v0", **kwargs)
+
+
+def test_make_with_module_prefix_works_in_a_fresh_interpreter():
+    import subprocess
+    import sys
+
+    code = "import gymnasium as gym; e = gym.make('bandit_gym:LinearBandit-v0'); print(e.reset(seed=0)[0].shape)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "(50, 20)"
