@@ -69,7 +69,9 @@ def read_description(path: Path) -> dict[str, object]:
     try:
         root = ElementTree.parse(path).getroot()
     except (ElementTree.ParseError, OSError, UnicodeDecodeError) as exc:
-        raise DatasetFileError(f"{path}: not a readable OpenML dataset description ({exc}); delete it and download again") from None
+        raise DatasetFileError(
+            f"{path}: not a readable OpenML dataset description ({exc}); delete it and download again"
+        ) from None
 
     def text(tag: str) -> str | None:
         node = root.find(_NS + tag)
@@ -101,7 +103,7 @@ def read_table(folder: Path, dataset_id: int, path: Path) -> RawTable:
     if target not in names:
         raise DatasetFileError(f"{path}: target attribute {target!r} (from description.xml) is not among {names}")
     table = RawTable(path, [], [], [], np.empty(0, np.int64), [])
-    for name, kind in zip(names, kinds):
+    for name, kind in zip(names, kinds, strict=True):
         if name in drop:
             continue
         values, categories = _convert(path, name, kind, frame[name])
@@ -155,12 +157,17 @@ def _read_arff(path: Path) -> tuple[list[str], list[object], pd.DataFrame]:
                 raise DatasetFileError(f"{path}: malformed ARFF header ({exc})") from None
             names = [a[0] for a in attributes]
             kinds = [a[1] if isinstance(a[1], list) else str(a[1]).upper() for a in attributes]
-            for name, kind in zip(names, kinds):
+            for name, kind in zip(names, kinds, strict=True):
                 if not isinstance(kind, list) and kind not in _NUMERIC:
-                    raise DatasetFileError(f"{path}: attribute {name!r} has type {kind}; only numeric and nominal are supported")
+                    raise DatasetFileError(
+                        f"{path}: attribute {name!r} has type {kind}; only numeric and nominal attributes are supported"
+                    )
             # Nominal columns are read as categories (memory-light); the last column never takes '?'
             # as missing at read time, so a NaN there can only mean a row with too few fields.
-            dtypes = {n: ("category" if isinstance(k, list) or n == names[-1] else "float64") for n, k in zip(names, kinds)}
+            dtypes = {
+                n: ("category" if isinstance(k, list) or n == names[-1] else "float64")
+                for n, k in zip(names, kinds, strict=True)
+            }
             na_values = {n: ["?"] for n in names[:-1]}
             frame = pd.read_csv(
                 fh, header=None, names=names, dtype=dtypes, na_values=na_values, keep_default_na=False,
@@ -195,7 +202,7 @@ def _read_parquet(path: Path) -> tuple[list[str], list[object], pd.DataFrame]:
             values = [str(v) for v in pd.unique(column.dropna().astype(str))]
             numeric = pd.to_numeric(pd.Series(values), errors="coerce")
             kinds.append(sorted(values, key=float) if numeric.notna().all() else sorted(values))
-    frame = frame.astype({n: "category" for n, k in zip(frame.columns, kinds) if isinstance(k, list)})
+    frame = frame.astype({n: "category" for n, k in zip(frame.columns, kinds, strict=True) if isinstance(k, list)})
     return [str(n) for n in frame.columns], kinds, frame
 
 
@@ -214,7 +221,9 @@ def _convert(path: Path, name: str, kind: object, column: pd.Series) -> tuple[np
     found = [str(c) for c in column.cat.categories]
     unknown = sorted(set(found) - set(declared) - {"?"})
     if unknown:
-        raise DatasetFileError(f"{path}: attribute {name!r} holds {unknown[:5]}, not among its declared values {declared}")
+        raise DatasetFileError(
+            f"{path}: attribute {name!r} holds {unknown[:5]}, not among its declared values {declared}"
+        )
     lookup = np.array([declared.index(c) if c in declared else -1 for c in found] + [-1], dtype=np.int64)
     codes = column.cat.codes.to_numpy().astype(np.int64)  # -1 for NaN -> lookup[-1] = -1
     return lookup[codes], declared

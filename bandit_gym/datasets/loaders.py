@@ -188,7 +188,7 @@ def _encode(table: _openml_files.RawTable, encoding: str) -> tuple[np.ndarray, l
     value after the declared ones. One-hot: one 0/1 column per declared value, missing as all zeros.
     """
     blocks, names = [], []
-    for name, values, categories in zip(table.feature_names, table.columns, table.categories):
+    for name, values, categories in zip(table.feature_names, table.columns, table.categories, strict=True):
         if categories is None:
             observed = values[~np.isnan(values)]
             fill = observed.mean() if observed.size else 0.0

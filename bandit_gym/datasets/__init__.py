@@ -1,0 +1,35 @@
+"""Real-data bandits of the LMC-TS paper (Section 5.2): UCI data through OpenML, CIFAR10 through torchvision.
+
+::
+
+    import gymnasium as gym
+    import bandit_gym
+
+    env = gym.make("Shuttle-v0", cache_dir="/data/openml_cache")
+    venv = gym.make_vec("MagicTelescope-v0", num_envs=10, vectorization_mode="vector_entry_point")
+
+See ``docs/datasets.md`` for the table of datasets, the preprocessing and offline use.
+"""
+
+from __future__ import annotations
+
+from bandit_gym.datasets.envs import DatasetBanditEnv, DatasetBanditSimulator, DatasetBanditVectorEnv
+from bandit_gym.datasets.errors import DatasetFileError, DatasetNotFoundError
+from bandit_gym.datasets.loaders import SPECS, LoadedDataset, download_dataset, load_dataset, resolve_cache_dir
+
+#: Registered ids of the dataset envs (they need their data on disk: see ``bandit-gym download``).
+DATASET_ENV_IDS = ("Shuttle-v0", "MagicTelescope-v0", "Mushroom-v0", "Covertype-v0", "CIFAR10-v0")
+
+__all__ = [
+    "DATASET_ENV_IDS",
+    "SPECS",
+    "DatasetBanditEnv",
+    "DatasetBanditSimulator",
+    "DatasetBanditVectorEnv",
+    "DatasetFileError",
+    "DatasetNotFoundError",
+    "LoadedDataset",
+    "download_dataset",
+    "load_dataset",
+    "resolve_cache_dir",
+]

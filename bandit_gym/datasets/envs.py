@@ -1,0 +1,166 @@
+"""Real-data contextual bandits (LMC-TS paper, Section 5.2): classification as a bandit.
+
+A dataset with ``K`` classes and ``d`` features becomes a ``K``-armed bandit:
+each round shows one example ``x``; arm ``j`` is the one-hot-block vector
+``(0, ..., x, ..., 0)`` in ``R^{K d}`` with ``x`` in block ``j``; playing the
+arm of the true class pays 1, any other arm 0. Each run visits the rows in a
+random order drawn from its key, without replacement.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from bandit_gym import _rng
+from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv, check_positive_int
+from bandit_gym.datasets.loaders import get_spec, load_dataset
+
+#: The paper's horizon on the real datasets (capped by the number of rows).
+PAPER_HORIZON = 10_000
+
+
+class DatasetBanditSimulator(BanditSimulator):
+    """``R`` replicas of a classification bandit over one shared, preprocessed dataset.
+
+    Args:
+        dataset: ``shuttle``, ``magictelescope``, ``mushroom``, ``covertype`` or ``cifar10``.
+        horizon: Rounds per episode ``T``; default ``min(10_000, rows)``. Rows are drawn without
+            replacement, so it may not exceed the number of rows (after ``max_rows``).
+        max_rows: Use only a fixed random subset of this many rows (the same subset for every run,
+            drawn from ``subset_seed``); default: every row.
+        subset_seed: Seed of that subset (integer >= 0).
+        encoding, scaling, cache_dir, download, verify_checksums: see
+            :func:`bandit_gym.datasets.load_dataset`.
+    """
+
+    reward_low, reward_high = 0.0, 1.0
+
+    def __init__(
+        self,
+        num_replicas: int,
+        device: torch.device | str = "cpu",
+        *,
+        dataset: str,
+        horizon: int | None = None,
+        max_rows: int | None = None,
+        subset_seed: int = 0,
+        encoding: str = "ordinal",
+        scaling: str = "l2",
+        cache_dir: str | os.PathLike | None = None,
+        download: bool = False,
+        verify_checksums: bool = True,
+    ) -> None:
+        super().__init__(num_replicas, device)
+        for name, flag in (("download", download), ("verify_checksums", verify_checksums)):
+            if not isinstance(flag, bool):
+                raise ValueError(f"{name} must be True or False, got {flag!r}")
+        self.spec = get_spec(dataset)
+        self.data = load_dataset(
+            self.spec.name, cache_dir=cache_dir, encoding=encoding, scaling=scaling,
+            download=download, verify_checksums=verify_checksums,
+        )
+        self.features, self.labels = self.data.on(self.device)  # (N, d), (N,): shared, never copied
+        n_rows = self.data.n_rows
+        self.pool: torch.Tensor | None = None  # (M,) row indices, or None for all rows
+        if max_rows is not None:
+            max_rows = check_positive_int("max_rows", max_rows)
+            if max_rows > n_rows:
+                raise ValueError(f"max_rows must be at most the {n_rows} rows of {self.spec.title}, got {max_rows}")
+            check_positive_int("subset_seed", subset_seed, minimum=0)
+            subset_key = _rng.seed_to_key(torch.tensor([subset_seed]))  # (1,)
+            subset = _rng.permutation_keys(subset_key, _rng.STREAM_INSTANCE, n_rows)[0, :max_rows]  # (M,)
+            self.pool = subset.sort().values.to(self.device)
+        self.n_pool = n_rows if self.pool is None else len(self.pool)
+        if horizon is None:
+            horizon = min(PAPER_HORIZON, self.n_pool)
+        self.horizon = check_positive_int("horizon", horizon)
+        if self.horizon > self.n_pool:
+            raise ValueError(
+                f"horizon must be at most the number of rows, {self.n_pool} ({self.spec.title}"
+                f"{'' if max_rows is None else f' with max_rows={max_rows}'}), because every run visits rows "
+                f"without replacement; got {horizon}"
+            )
+        self.n_arms = len(self.data.class_names)
+        self.feature_dim = self.data.dim  # d of one example
+        self.dim = self.n_arms * self.feature_dim  # K d of one arm
+        self.feature_low, self.feature_high = self.data.feature_low, self.data.feature_high
+        self.rows: torch.Tensor | None = None  # (R, T) row indices of this episode, in visiting order
+        self._labels_now: torch.Tensor | None = None  # (R,) true classes of the current round
+
+    def _new_episode(self) -> None:
+        order = _rng.permutation_keys(self.keys, _rng.STREAM_CONTEXT, self.n_pool)[:, : self.horizon]  # (R, T)
+        self.rows = order if self.pool is None else self.pool[order]
+
+    def _contexts(self, t: int) -> torch.Tensor:
+        rows = self.rows[:, t % self.horizon]  # (R,); round T (observed, never played) wraps to row 0
+        x = self.features[rows]  # (R, d)
+        self._labels_now = self.labels[rows]  # (R,)
+        k, d = self.n_arms, self.feature_dim
+        blocks = torch.zeros(self.num_replicas, k, k, d, dtype=torch.float32, device=self.device)  # (R, K, K, d)
+        arms = torch.arange(k, device=self.device)
+        blocks[:, arms, arms, :] = x[:, None, :]  # block j of arm j holds x
+        return blocks.view(self.num_replicas, k, k * d)  # (R, K, K d)
+
+    def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.one_hot(self._labels_now, self.n_arms).to(torch.float32)  # (R, K)
+
+    def _sample_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
+        return chosen_mean.clone()  # Bernoulli(0 or 1) is deterministic: 1 for the true class
+
+
+class DatasetBanditEnv(BanditEnv):
+    """Classification as a contextual bandit (LMC-TS paper, Section 5.2); see ``docs/datasets.md``.
+
+    ## Description
+    Each round shows one example of a labelled dataset, as ``n_classes`` arms in
+    one-hot-block form; the agent guesses the class. Registered as ``Shuttle-v0``,
+    ``MagicTelescope-v0``, ``Mushroom-v0``, ``Covertype-v0`` and ``CIFAR10-v0``.
+    The data are read from a local cache and never downloaded unless
+    ``download=True``; see ``bandit-gym download``.
+
+    ## Observation Space
+    ``Box(low, high, (n_classes, n_classes * d), float32)``: row ``j`` holds the
+    example's ``d`` features in columns ``j d .. (j + 1) d - 1`` and zeros
+    elsewhere. ``[-1, 1]`` with ``scaling="l2"`` (the default) and for CIFAR10;
+    unbounded otherwise.
+
+    ## Action Space
+    ``Discrete(n_classes)``: arm ``j`` is class ``class_names[j]`` (the order of
+    the class values declared in the data file; CIFAR10: torchvision's order).
+
+    ## Rewards
+    1 for the arm of the true class, 0 otherwise.
+
+    ## Info
+    ``expected_rewards``: the one-hot label of the observation it comes with;
+    ``optimal_action``: its class; ``step`` adds ``regret = 1 - reward``.
+
+    ## Arguments
+    See :class:`DatasetBanditSimulator`: ``dataset``, ``horizon`` (``min(10_000, rows)``),
+    ``max_rows``, ``subset_seed``, ``encoding`` (``"ordinal"``), ``scaling`` (``"l2"``),
+    ``cache_dir``, ``download`` (False), ``verify_checksums`` (True).
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    simulator_class = DatasetBanditSimulator
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        return self.sim.data.class_names
+
+
+class DatasetBanditVectorEnv(BanditVectorEnv):
+    """Batched :class:`DatasetBanditEnv`: replica ``i`` of ``reset(seed=s)`` is the single env with ``seed=s + i``.
+
+    The dataset is moved to ``device`` once per process and shared by all replicas.
+    """
+
+    simulator_class = DatasetBanditSimulator
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        return self.sim.data.class_names
