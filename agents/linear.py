@@ -1,0 +1,216 @@
+"""Linear baselines of the LMC-TS paper (Section 5): LinUCB, LinTS and epsilon-greedy.
+
+All three keep the ridge statistics of ``R`` replicas as tensors::
+
+    V_t = lambda I + sum_{s<t} x_s x_s^T        (R, d, d), kept as its inverse V_t^-1
+    b_t = sum_{s<t} r_s x_s                     (R, d)
+    theta_hat_t = V_t^-1 b_t                    (R, d)
+
+``V^-1`` is updated by Sherman-Morrison rank-one updates (O(d^2) per round, no
+matrix inverse in the loop). Products are elementwise multiply + sum
+(``agents._math``), so replica ``r`` of a batch equals a single run bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import gymnasium as gym
+import torch
+
+from agents import _math, _rng_streams
+from agents.base import BanditAgent, check_int, check_positive
+
+
+def env_horizon(env: gym.Env | gym.vector.VectorEnv | None) -> int | None:
+    """The env's horizon ``T`` (rounds per episode), or None if it does not say."""
+    if env is None:
+        return None
+    horizon = getattr(env.unwrapped, "horizon", None)
+    return int(horizon) if horizon is not None else None
+
+
+class _RidgeAgent(BanditAgent):
+    """Ridge regression statistics ``V^-1, b, theta_hat`` shared by the linear baselines.
+
+    Args:
+        env: The env (sizes and replica count come from its spaces), or None with the sizes.
+        lambda_reg: Ridge penalty lambda > 0; ``V_1 = lambda I``.
+        seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
+    """
+
+    state_names = ("design_inverse", "reward_sum", "theta_hat")
+
+    def __init__(self, env=None, *, lambda_reg: float = 1.0, seed=None, device="auto",
+                 n_arms=None, dim=None, num_replicas=None) -> None:
+        super().__init__(env, seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
+        self.lambda_reg = check_positive("lambda_reg", lambda_reg)
+        R, d = self.num_replicas, self.dim
+        eye = torch.eye(d, device=self.device)
+        self.design_inverse = (eye / self.lambda_reg).expand(R, d, d).clone()  # V^-1 (R, d, d)
+        self.reward_sum = torch.zeros(R, d, device=self.device)  # b (R, d)
+        self.theta_hat = torch.zeros(R, d, device=self.device)  # V^-1 b (R, d)
+
+    def hyperparameters(self) -> dict[str, Any]:
+        return {"lambda_reg": self.lambda_reg}
+
+    def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
+        self._ridge_update(_math.chosen_rows(contexts, actions), rewards)
+
+    def _ridge_update(self, x: torch.Tensor, rewards: torch.Tensor) -> None:
+        """Add the played features ``x`` ``(R, d)`` and their rewards ``(R,)`` to the statistics."""
+        self.design_inverse = _math.sherman_morrison(self.design_inverse, x)  # (R, d, d)
+        self.reward_sum = self.reward_sum + rewards[:, None] * x  # (R, d)
+        self.theta_hat = _math.matvec(self.design_inverse, self.reward_sum)  # (R, d)
+        self._check_finite(self.theta_hat, "the ridge estimate theta_hat")
+
+
+class LinUCB(_RidgeAgent):
+    """LinUCB: play the arm with the largest upper confidence bound on its mean reward.
+
+    Round ``t`` plays ``argmax_x x^T theta_hat + nu_t sqrt(x^T V^-1 x)`` with
+    ``nu_t = c sqrt(d log t)`` (ties broken at random). The paper's public code
+    omits the square root in ``nu_t``; this one follows the paper's text. In round
+    1, ``log 1 = 0`` and ``theta_hat = 0``, so the first arm is uniformly random.
+
+    Args:
+        env: The env, or None with ``n_arms``, ``dim`` (and ``num_replicas``).
+        exploration_scale: ``c >= 0`` in ``nu_t = c sqrt(d log t)``; 0 plays greedily.
+        lambda_reg: Ridge penalty lambda > 0 (``V_1 = lambda I``).
+        seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
+
+    References:
+        Li, Chu, Langford and Schapire (2010), "A contextual-bandit approach to personalized
+        news article recommendation". Abbasi-Yadkori, Pal and Szepesvari (2011), "Improved
+        algorithms for linear stochastic bandits". Xu et al. (2022), "Langevin Monte Carlo
+        for contextual bandits", Section 5.
+    """
+
+    def __init__(self, env=None, *, exploration_scale: float = 0.1, lambda_reg: float = 1.0, seed=None,
+                 device="auto", n_arms=None, dim=None, num_replicas=None) -> None:
+        super().__init__(env, lambda_reg=lambda_reg, seed=seed, device=device, n_arms=n_arms, dim=dim,
+                         num_replicas=num_replicas)
+        self.exploration_scale = check_positive("exploration_scale", exploration_scale, allow_zero=True)
+
+    def hyperparameters(self) -> dict[str, Any]:
+        return {**super().hyperparameters(), "exploration_scale": self.exploration_scale}
+
+    def bonus_scale(self, t: int | None = None) -> float:
+        """``nu_t = c sqrt(d log t)`` for round ``t`` (default: the current round)."""
+        return self.exploration_scale * math.sqrt(self.dim * math.log(self.t if t is None else t))
+
+    def _select(self, contexts: torch.Tensor) -> torch.Tensor:
+        means = _math.scores(contexts, self.theta_hat)  # (R, K)
+        nu = self.bonus_scale()
+        if nu > 0:
+            width = _math.quad_form(self.design_inverse, contexts).clamp_(min=0.0).sqrt_()  # (R, K)
+            means = means + nu * width
+        return self._argmax(means)
+
+
+class LinTS(_RidgeAgent):
+    """Linear Thompson sampling: play the best arm for a draw from ``N(theta_hat, v^2 V^-1)``.
+
+    Round ``t`` draws ``theta_t = theta_hat + v L^-T z`` with ``z ~ N(0, I)`` and
+    ``L L^T = V`` (Cholesky factor of the design matrix, recomputed from the exactly
+    accumulated ``V`` after each update, then a triangular solve): the covariance is
+    ``v^2 (L L^T)^-1 = v^2 V^-1``. Factoring ``V`` (eigenvalues >= lambda, built by
+    plain sums) rather than the Sherman-Morrison ``V^-1`` keeps the draw exact up to
+    float32 rounding however long the run. ``v = c sqrt(d log T)`` with ``T`` the horizon.
+
+    Args:
+        env: The env, or None with ``n_arms``, ``dim`` (and ``num_replicas``).
+        exploration_scale: ``c >= 0`` in ``v = c sqrt(d log T)``; 0 plays greedily.
+        lambda_reg: Ridge penalty lambda > 0 (``V_1 = lambda I``).
+        horizon: ``T`` in ``v``; default: the env's horizon (required without an env that has one).
+        seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
+
+    References:
+        Agrawal and Goyal (2013), "Thompson sampling for contextual bandits with linear payoffs".
+        Xu et al. (2022), "Langevin Monte Carlo for contextual bandits", Section 5.
+    """
+
+    state_names = (*_RidgeAgent.state_names, "design", "design_cholesky")
+
+    def __init__(self, env=None, *, exploration_scale: float = 0.05, lambda_reg: float = 1.0,
+                 horizon: int | None = None, seed=None, device="auto", n_arms=None, dim=None,
+                 num_replicas=None) -> None:
+        super().__init__(env, lambda_reg=lambda_reg, seed=seed, device=device, n_arms=n_arms, dim=dim,
+                         num_replicas=num_replicas)
+        self.exploration_scale = check_positive("exploration_scale", exploration_scale, allow_zero=True)
+        horizon = horizon if horizon is not None else env_horizon(env)
+        if horizon is None:
+            raise ValueError("horizon must be given (an integer >= 1) when the env does not define one, got None")
+        self.horizon = check_int("horizon", horizon)
+        #: ``v = c sqrt(d log T)``, the scale of the posterior draw.
+        self.posterior_scale = self.exploration_scale * math.sqrt(self.dim * math.log(self.horizon))
+        R, d = self.num_replicas, self.dim
+        self.design = (self.lambda_reg * torch.eye(d, device=self.device)).expand(R, d, d).clone()  # V (R, d, d)
+        self.design_cholesky = math.sqrt(self.lambda_reg) * torch.eye(d, device=self.device).expand(R, d, d).clone()
+        self._normals = _math.BlockDraws("normal", _rng_streams.SAMPLE, (d,))  # z for each round
+
+    def hyperparameters(self) -> dict[str, Any]:
+        return {**super().hyperparameters(), "exploration_scale": self.exploration_scale, "horizon": self.horizon}
+
+    def sample_theta(self) -> torch.Tensor:
+        """This round's posterior draw ``theta_t ~ N(theta_hat, v^2 V^-1)``, ``(R, d)``; no state change."""
+        z = self._normals(self.keys, self.t)  # (R, d)
+        # L^T u = z  =>  u = L^-T z ~ N(0, (L L^T)^-1) = N(0, V^-1).
+        u = torch.linalg.solve_triangular(self.design_cholesky.mT, z[:, :, None], upper=True)[:, :, 0]  # (R, d)
+        return self.theta_hat + self.posterior_scale * u
+
+    def _select(self, contexts: torch.Tensor) -> torch.Tensor:
+        theta = self.sample_theta() if self.posterior_scale > 0 else self.theta_hat  # (R, d)
+        return self._argmax(_math.scores(contexts, theta))
+
+    def _ridge_update(self, x: torch.Tensor, rewards: torch.Tensor) -> None:
+        super()._ridge_update(x, rewards)
+        self.design = self.design + x[:, :, None] * x[:, None, :]  # (R, d, d)
+        self.design_cholesky, info = torch.linalg.cholesky_ex(self.design)  # (R, d, d), (R,)
+        if bool((info != 0).any()):
+            self._check_finite(self.design, "the design matrix V")
+            raise RuntimeError(f"LinTS: the design matrix V is not positive definite in round {self.t}")
+
+
+class EpsGreedy(_RidgeAgent):
+    """Epsilon-greedy on the ridge estimate: explore with probability ``min(1, c / sqrt(t))``.
+
+    Round ``t`` plays an arm drawn uniformly at random with probability
+    ``epsilon_t = min(1, c / sqrt(t))`` and otherwise ``argmax_x x^T theta_hat``
+    (ties broken at random). ``c`` itself is validated, never clipped; the ``min``
+    is part of the schedule (``c / sqrt(t)`` exceeds 1 in the first ``c^2`` rounds).
+
+    Args:
+        env: The env, or None with ``n_arms``, ``dim`` (and ``num_replicas``).
+        exploration_scale: ``c >= 0`` in ``epsilon_t = min(1, c / sqrt(t))``; 0 is pure greedy.
+        lambda_reg: Ridge penalty lambda > 0 (``V_1 = lambda I``).
+        seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
+
+    References:
+        Sutton and Barto (2018), "Reinforcement learning: an introduction", Section 2.2.
+        Xu et al. (2022), "Langevin Monte Carlo for contextual bandits", Section 5.
+    """
+
+    def __init__(self, env=None, *, exploration_scale: float = 1.0, lambda_reg: float = 1.0, seed=None,
+                 device="auto", n_arms=None, dim=None, num_replicas=None) -> None:
+        super().__init__(env, lambda_reg=lambda_reg, seed=seed, device=device, n_arms=n_arms, dim=dim,
+                         num_replicas=num_replicas)
+        self.exploration_scale = check_positive("exploration_scale", exploration_scale, allow_zero=True)
+        self._uniforms = _math.BlockDraws("uniform", _rng_streams.EXPLORE, (2,))  # coin, arm for each round
+
+    def hyperparameters(self) -> dict[str, Any]:
+        return {**super().hyperparameters(), "exploration_scale": self.exploration_scale}
+
+    def exploration_rate(self, t: int | None = None) -> float:
+        """``epsilon_t = min(1, c / sqrt(t))`` for round ``t`` (default: the current round)."""
+        return min(1.0, self.exploration_scale / math.sqrt(self.t if t is None else t))
+
+    def _select(self, contexts: torch.Tensor) -> torch.Tensor:
+        greedy = self._argmax(_math.scores(contexts, self.theta_hat))  # (R,)
+        epsilon = self.exploration_rate()
+        if epsilon == 0:
+            return greedy
+        u = self._uniforms(self.keys, self.t)  # (R, 2): coin, arm
+        random_arm = (u[:, 1] * self.n_arms).long().clamp_(max=self.n_arms - 1)  # (R,)
+        return torch.where(u[:, 0] < epsilon, random_arm, greedy)
