@@ -19,6 +19,7 @@ section, which can be large (Covertype: 581,012 rows), with ``pandas.read_csv``.
 from __future__ import annotations
 
 import hashlib
+import warnings
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from bandit_gym.datasets.errors import DatasetFileError
 SERVER_SUBDIR = Path("org", "openml", "www")
 _NS = "{http://openml.org/openml}"
 _NUMERIC = {"NUMERIC", "REAL", "INTEGER"}
+_EXTRA = "\0extra field"  # a column name no ARFF attribute has
 
 
 @dataclass
@@ -162,29 +164,35 @@ def _read_arff(path: Path) -> tuple[list[str], list[object], pd.DataFrame]:
                     raise DatasetFileError(
                         f"{path}: attribute {name!r} has type {kind}; only numeric and nominal attributes are supported"
                     )
-            # Nominal columns are read as categories (memory-light); the last column never takes '?'
-            # as missing at read time, so a NaN there can only mean a row with too few fields.
+            # Nominal columns are read as categories (memory-light). Only '?' means missing, so a field
+            # that is not there reads as '': a short row shows as '' in the last column, a long one as a
+            # value in one extra column (or a ParserError, or a ParserWarning from the first row).
             dtypes = {
                 n: ("category" if isinstance(k, list) or n == names[-1] else "float64")
                 for n, k in zip(names, kinds, strict=True)
             }
+            dtypes[_EXTRA] = "category"
             na_values = {n: ["?"] for n in names[:-1]}
-            frame = pd.read_csv(
-                fh, header=None, names=names, dtype=dtypes, na_values=na_values, keep_default_na=False,
-                quotechar="'", skipinitialspace=True, comment="%", skip_blank_lines=True, engine="c",
-            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", pd.errors.ParserWarning)
+                frame = pd.read_csv(
+                    fh, header=None, names=[*names, _EXTRA], index_col=False, dtype=dtypes, na_values=na_values,
+                    keep_default_na=False, quotechar="'", skipinitialspace=True, comment="%", engine="c",
+                )
         except DatasetFileError:
             raise
-        except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        except (ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.ParserWarning) as exc:
             raise DatasetFileError(f"{path}: cannot parse the ARFF data ({exc}); the file is damaged") from None
     if len(frame) and str(frame.iloc[0, 0]).startswith("{"):
         raise DatasetFileError(f"{path}: sparse ARFF data is not supported")
-    short = frame[names[-1]].isna().to_numpy()
-    if short.any():
-        raise DatasetFileError(
-            f"{path}: data row {int(np.argmax(short))} has fewer than {len(names)} fields "
-            "(the file is truncated or damaged); delete it and download again"
-        )
+    for column, what in ((names[-1], "fewer"), (_EXTRA, "more")):
+        bad = (frame[column] == "").to_numpy() if what == "fewer" else (frame[column] != "").to_numpy()
+        if bad.any():
+            raise DatasetFileError(
+                f"{path}: data row {int(np.argmax(bad))} has {what} than {len(names)} fields "
+                "(the file is truncated or damaged); delete it and download again"
+            )
+    frame = frame.drop(columns=_EXTRA)
     return names, kinds, frame
 
 

@@ -1,0 +1,145 @@
+"""Small datasets written by the tests in openml's and torchvision's cache layouts; the shared real cache.
+
+Nothing here downloads: ``no_network`` points openml at a closed localhost port.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SHARED_CACHE_ENV_VAR = "BANDIT_GYM_SHARED_OPENML_CACHE"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write_openml_dataset(
+    root: Path,
+    dataset_id: int,
+    attributes: list[tuple[str, str | list[str]]],
+    rows: list[list[object]],
+    *,
+    target: str = "class",
+    row_id: str | None = None,
+    md5: str | None = None,
+) -> Path:
+    """Write ``description.xml`` and ``dataset.arff`` under ``root`` in openml's cache layout."""
+    folder = root / "org" / "openml" / "www" / "datasets" / str(dataset_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    extra = f"  <oml:row_id_attribute>{row_id}</oml:row_id_attribute>\n" if row_id else ""
+    extra += f"  <oml:md5_checksum>{md5}</oml:md5_checksum>\n" if md5 else ""
+    (folder / "description.xml").write_text(
+        '<oml:data_set_description xmlns:oml="http://openml.org/openml">\n'
+        f"  <oml:id>{dataset_id}</oml:id>\n  <oml:name>test{dataset_id}</oml:name>\n  <oml:format>ARFF</oml:format>\n"
+        f"  <oml:default_target_attribute>{target}</oml:default_target_attribute>\n{extra}"
+        "</oml:data_set_description>\n"
+    )
+    lines = [f"@RELATION test{dataset_id}", ""]
+    for name, kind in attributes:
+        spec = "{" + ", ".join(kind) + "}" if isinstance(kind, list) else kind
+        lines.append(f"@ATTRIBUTE '{name}' {spec}")
+    lines += ["", "@DATA"] + [",".join(str(v) for v in row) for row in rows]
+    (folder / "dataset.arff").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def _numeric_dataset(root: Path, dataset_id: int, n_features: int, classes: list[str], n_rows: int, seed: int,
+                     row_id: bool = False) -> None:
+    rng = np.random.default_rng(seed)
+    labels = np.arange(n_rows) % len(classes)  # every class present
+    x = rng.normal(size=(n_rows, n_features)).round(3) + labels[:, None]  # classes are separable-ish
+    attributes = ([("ID", "INTEGER")] if row_id else []) + [(f"A{i}", "NUMERIC") for i in range(n_features)]
+    attributes.append(("class", classes))
+    rows = [([i + 1] if row_id else []) + list(x[i]) + [classes[labels[i]]] for i in range(n_rows)]
+    write_openml_dataset(root, dataset_id, attributes, rows, row_id="ID" if row_id else None)
+
+
+MUSHROOM_ATTRIBUTES = [("cap-shape", ["b", "x"]), ("odor", ["a", "n", "p"]), ("stalk-root", ["b", "c", "e", "r"])]
+MUSHROOM_ROWS = [
+    ["x", "p", "e", "p"], ["b", "a", "?", "e"], ["x", "n", "c", "e"], ["b", "p", "r", "p"],
+    ["x", "a", "?", "e"], ["x", "p", "b", "p"], ["b", "n", "e", "e"], ["x", "p", "?", "p"],
+]
+
+
+@pytest.fixture(scope="session")
+def small_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An OpenML cache with small stand-ins for the four UCI datasets (right ids, classes, widths)."""
+    root = tmp_path_factory.mktemp("openml_small")
+    _numeric_dataset(root, 40685, 9, [str(c) for c in range(1, 8)], 42, seed=1)  # Shuttle: 9 -> 7 arms
+    _numeric_dataset(root, 1120, 10, ["g", "h"], 30, seed=2, row_id=True)  # MagicTelescope, with row id
+    write_openml_dataset(root, 24, [*MUSHROOM_ATTRIBUTES, ("class", ["e", "p"])], MUSHROOM_ROWS)  # Mushroom
+    _numeric_dataset(root, 1596, 54, [str(c) for c in range(1, 8)], 35, seed=4)  # Covertype: 54 -> 7 arms
+    return root
+
+
+CIFAR_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+
+
+def write_cifar10(root: Path, n_images: int = 20, seed: int = 0) -> np.ndarray:
+    """Write torchvision's CIFAR10 test split layout; return the images as (N, 3072) uint8 rows."""
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True, exist_ok=True)
+    data = np.random.default_rng(seed).integers(0, 256, size=(n_images, 3072), dtype=np.uint8)
+    labels = [i % 10 for i in range(n_images)]
+    with (folder / "test_batch").open("wb") as fh:
+        pickle.dump({"batch_label": b"testing batch 1 of 1", "data": data, "labels": labels}, fh)
+    with (folder / "batches.meta").open("wb") as fh:
+        pickle.dump({"label_names": CIFAR_CLASSES, "num_vis": 3072, "num_cases_per_batch": n_images}, fh)
+    return data
+
+
+@pytest.fixture(scope="session")
+def small_cifar(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cifar_small")
+    write_cifar10(root)
+    return root
+
+
+def shared_cache_source() -> Path:
+    return Path(os.environ.get(SHARED_CACHE_ENV_VAR, REPO.parent / "shared" / "datasets" / "openml_cache"))
+
+
+@pytest.fixture(scope="session")
+def real_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A writable copy of the shared real OpenML cache (read-only at its source); skip if absent."""
+    source = shared_cache_source()
+    if not (source / "org" / "openml" / "www" / "datasets").is_dir():
+        pytest.skip(f"no shared OpenML cache at {source} (set {SHARED_CACHE_ENV_VAR} to point at one)")
+    target = tmp_path_factory.mktemp("openml_real") / "openml_cache"
+    shutil.copytree(source, target)
+    for path in [target, *target.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o200)
+    return target
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point openml at a closed localhost port and disable proxies, so any request fails at once."""
+    import openml
+
+    server = "http://127.0.0.1:9/api/v1/xml"
+    monkeypatch.setattr(openml.config, "server", server)
+    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "*")
+    return server
+
+
+# The writers as fixtures, so that test modules need not import this conftest.
+@pytest.fixture
+def openml_writer():
+    return write_openml_dataset
+
+
+@pytest.fixture
+def cifar_writer():
+    return write_cifar10
+
+
+@pytest.fixture
+def mushroom_rows() -> list[list[str]]:
+    return MUSHROOM_ROWS

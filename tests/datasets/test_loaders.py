@@ -1,0 +1,199 @@
+"""Loaders end to end on small files in openml's and torchvision's layouts; offline, read-only and corrupt caches."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import stat
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from bandit_gym import cli
+from bandit_gym.datasets import DatasetFileError, DatasetNotFoundError, load_dataset, resolve_cache_dir
+
+
+def _copy(root: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "cache"
+    shutil.copytree(root, target)
+    return target
+
+
+def test_load_openml_numeric_drops_row_id_and_maps_labels_in_declared_order(small_cache):
+    data = load_dataset("magictelescope", cache_dir=small_cache, scaling="none")
+    assert data.features.shape == (30, 10) and data.features.dtype == torch.float32
+    assert data.feature_names == tuple(f"A{i}" for i in range(10))  # the ID column is gone
+    assert data.class_names == ("g", "h")
+    assert data.labels.tolist() == [i % 2 for i in range(30)]  # written as g, h, g, h, ...
+    header = data.source.read_text().splitlines().index("@DATA") + 1
+    raw = np.loadtxt(data.source, delimiter=",", skiprows=header, usecols=range(1, 11), dtype=np.float64)
+    torch.testing.assert_close(data.features, torch.from_numpy(raw).float())
+
+
+def test_load_is_shared_per_process_and_per_device(small_cache):
+    a = load_dataset("shuttle", cache_dir=small_cache)
+    b = load_dataset("Shuttle", cache_dir=str(small_cache))
+    assert a is b
+    assert a.on("cpu")[0] is b.on("cpu")[0]
+    assert load_dataset("shuttle", cache_dir=small_cache, scaling="none") is not a
+
+
+def test_l2_rows_have_unit_norm_and_standardize_centres_columns(small_cache):
+    l2 = load_dataset("covertype", cache_dir=small_cache)
+    torch.testing.assert_close(l2.features.norm(dim=1), torch.ones(35))
+    assert (l2.feature_low, l2.feature_high) == (-1.0, 1.0)
+    std = load_dataset("covertype", cache_dir=small_cache, scaling="standardize")
+    torch.testing.assert_close(std.features.mean(0), torch.zeros(54), atol=1e-5, rtol=0)
+    torch.testing.assert_close(std.features.std(0, unbiased=False), torch.ones(54), atol=1e-5, rtol=0)
+    assert (std.feature_low, std.feature_high) == (-np.inf, np.inf)
+
+
+def test_mushroom_ordinal_and_onehot_encoding_with_missing_values(small_cache, mushroom_rows):
+    ordinal = load_dataset("mushroom", cache_dir=small_cache, scaling="none")
+    # declared values: cap-shape {b, x}, odor {a, n, p}, stalk-root {b, c, e, r}; '?' -> one past the last
+    expected = [[1, 2, 2], [0, 0, 4], [1, 1, 1], [0, 2, 3], [1, 0, 4], [1, 2, 0], [0, 1, 2], [1, 2, 4]]
+    assert ordinal.features.tolist() == expected
+    assert ordinal.labels.tolist() == [1 if row[-1] == "p" else 0 for row in mushroom_rows]
+    onehot = load_dataset("mushroom", cache_dir=small_cache, encoding="onehot", scaling="none")
+    assert onehot.dim == 2 + 3 + 4
+    assert onehot.feature_names[:3] == ("cap-shape=b", "cap-shape=x", "odor=a")
+    assert onehot.features[0].tolist() == [0, 1, 0, 0, 1, 0, 0, 1, 0]
+    assert onehot.features[1, 5:].tolist() == [0, 0, 0, 0]  # stalk-root missing: all zeros
+    assert onehot.features.sum(1).tolist() == [3, 2, 3, 3, 2, 3, 3, 2]
+
+
+def test_numeric_missing_values_take_the_column_mean(tmp_path, openml_writer):
+    openml_writer(
+        tmp_path, 40685, [("a", "NUMERIC"), ("b", "REAL"), ("class", [str(c) for c in range(1, 8)])],
+        [[1, 2, 1], ["?", 4, 2], [3, "?", 3], [5, 6, 4], [7, 8, 5], [9, 10, 6], [11, 12, 7]],
+    )
+    data = load_dataset("shuttle", cache_dir=tmp_path, scaling="none")
+    assert data.features[1, 0].item() == pytest.approx(np.mean([1, 3, 5, 7, 9, 11]))
+    assert data.features[2, 1].item() == pytest.approx(np.mean([2, 4, 6, 8, 10, 12]))
+    assert data.labels.tolist() == list(range(7))
+
+
+def test_cifar10_pixels_scaled_and_flattened_channel_first(tmp_path, cifar_writer):
+    images = cifar_writer(tmp_path, n_images=12, seed=3)
+    data = load_dataset("cifar10", cache_dir=tmp_path, scaling="none", verify_checksums=False)
+    assert data.features.shape == (12, 3 * 32 * 32)
+    # CIFAR's pickle rows are already C, H, W flattened: the features are those rows, rescaled.
+    torch.testing.assert_close(data.features, torch.from_numpy((images / 255.0 - 0.5) / 0.5).float())
+    assert data.labels.tolist() == [i % 10 for i in range(12)]
+    assert data.class_names[0] == "airplane" and len(data.class_names) == 10
+    assert (data.feature_low, data.feature_high) == (-1.0, 1.0)
+
+
+def test_cifar10_checksums_reject_files_that_are_not_the_real_ones(small_cifar):
+    with pytest.raises(DatasetFileError, match="test_batch.*md5"):
+        load_dataset("cifar10", cache_dir=small_cifar)
+
+
+def test_bad_arguments_name_the_argument_and_the_accepted_values(small_cache):
+    with pytest.raises(ValueError, match=r"dataset must be one of .*'shuttle'.*got 'iris'"):
+        load_dataset("iris", cache_dir=small_cache)
+    with pytest.raises(ValueError, match=r"encoding must be one of \('ordinal', 'onehot'\), got 'dummy'"):
+        load_dataset("mushroom", cache_dir=small_cache, encoding="dummy")
+    with pytest.raises(ValueError, match=r"scaling must be one of .*got 'L2'"):
+        load_dataset("mushroom", cache_dir=small_cache, scaling="L2")
+
+
+def test_cache_dir_resolution_honours_keyword_then_openml_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPENML_CACHE_DIR", str(tmp_path / "env"))
+    assert resolve_cache_dir("shuttle") == tmp_path / "env"
+    assert resolve_cache_dir("shuttle", tmp_path / "kw") == tmp_path / "kw"
+    monkeypatch.setenv("BANDIT_GYM_CIFAR10_ROOT", str(tmp_path / "tv"))
+    assert resolve_cache_dir("cifar10") == tmp_path / "tv"
+
+
+@pytest.mark.parametrize("name", ["shuttle", "cifar10"])
+def test_missing_dataset_fails_at_once_naming_dataset_directory_and_command(tmp_path, no_network, name):
+    start = time.perf_counter()
+    with pytest.raises(DatasetNotFoundError) as info:
+        load_dataset(name, cache_dir=tmp_path / "empty")
+    elapsed = time.perf_counter() - start
+    message = str(info.value)
+    assert elapsed < 2.0, elapsed
+    assert str(tmp_path / "empty") in message
+    assert f"bandit-gym download {name} --cache-dir DIR" in message
+    assert ("OpenML dataset 40685" if name == "shuttle" else "CIFAR10") in message
+
+
+def test_offline_download_fails_fast_with_a_clear_message(tmp_path, no_network, capsys):
+    import openml
+
+    root_before = openml.config.get_config_as_dict()["cachedir"]
+    start = time.perf_counter()
+    with pytest.raises(DatasetNotFoundError, match=r"could not download Mushroom into .*Check the internet"):
+        load_dataset("mushroom", cache_dir=tmp_path / "empty", download=True)
+    assert cli.main(["download", "mushroom", "--cache-dir", str(tmp_path / "empty")]) == 1
+    elapsed = time.perf_counter() - start
+    assert elapsed < 5.0, elapsed  # two attempts, one try each, no retry loop
+    assert "bandit-gym download: error: could not download Mushroom" in capsys.readouterr().err
+    assert openml.config.get_config_as_dict()["cachedir"] == root_before  # openml's config restored
+
+
+def test_read_only_cache_loads_and_writes_nothing(small_cache, tmp_path, mushroom_rows):
+    root = _copy(small_cache, tmp_path)
+    paths = [root, *root.rglob("*")]
+    before = sorted(str(p) for p in paths)
+    for path in paths:
+        path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    try:
+        data = load_dataset("mushroom", cache_dir=root)
+        assert data.n_rows == len(mushroom_rows)
+        assert sorted(str(p) for p in [root, *root.rglob("*")]) == before
+    finally:
+        for path in paths:
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+def _folder(root: Path, dataset_id: int) -> Path:
+    return root / "org" / "openml" / "www" / "datasets" / str(dataset_id)
+
+
+@pytest.mark.parametrize(
+    ("damage", "match"),
+    [
+        (lambda t: t[: t.index("@DATA") + 40], "fewer than 4 fields"),  # cut inside a row
+        (lambda t: t[: t.index("@DATA") - 20], "no @DATA section"),  # cut inside the header
+        (lambda t: t.replace("x,p,e,p", "x,p,e,p,p,p", 1), "cannot parse the ARFF data"),  # first row too long
+        (lambda t: t.replace("x,n,c,e", "x,n,c,e,e", 1), "data row 2 has more than 4 fields"),
+        (lambda t: t.replace("x,n,c,e", "x,n,zz,e", 1), r"'stalk-root' holds \['zz'\]"),
+        (lambda t: t.replace("@ATTRIBUTE 'odor' {a, n, p}", "@ATTRIBUTE 'odor' {a, n, p"), "malformed ARFF header"),
+        (lambda t: "", "no @DATA section"),
+    ],
+)
+def test_corrupt_arff_names_the_file(small_cache, tmp_path, damage, match):
+    root = _copy(small_cache, tmp_path)
+    arff = _folder(root, 24) / "dataset.arff"
+    arff.write_text(damage(arff.read_text()))
+    with pytest.raises(DatasetFileError, match=match) as info:
+        load_dataset("mushroom", cache_dir=root)
+    assert str(arff) in str(info.value)
+
+
+def test_md5_in_description_catches_a_partial_download(tmp_path, openml_writer):
+    rows = [["x", "a", "b", "e"], ["b", "n", "c", "p"]]
+    attributes = [("cap-shape", ["b", "x"]), ("odor", ["a", "n"]), ("stalk-root", ["b", "c"]), ("class", ["e", "p"])]
+    folder = openml_writer(tmp_path, 24, attributes, rows)
+    good = hashlib.md5((folder / "dataset.arff").read_bytes()).hexdigest()
+    openml_writer(tmp_path, 24, attributes, rows[:1], md5=good)  # the file lost its last row
+    with pytest.raises(DatasetFileError, match=r"dataset\.arff: md5 .* differs"):
+        load_dataset("mushroom", cache_dir=tmp_path)
+
+
+def test_corrupt_description_and_cifar_pickle_name_the_file(small_cache, tmp_path, cifar_writer):
+    root = _copy(small_cache, tmp_path)
+    description = _folder(root, 1120) / "description.xml"
+    description.write_text("<oml:data_set_description xmlns:oml='http://openml.org/openml'><oml:id>11")
+    with pytest.raises(DatasetFileError, match=f"{description}: not a readable OpenML dataset description"):
+        load_dataset("magictelescope", cache_dir=root)
+    cifar_writer(tmp_path / "cifar")
+    batch = tmp_path / "cifar" / "cifar-10-batches-py" / "test_batch"
+    batch.write_bytes(batch.read_bytes()[:1000])
+    with pytest.raises(DatasetFileError, match="test_batch.*truncated or damaged"):
+        load_dataset("cifar10", cache_dir=tmp_path / "cifar", verify_checksums=False)
