@@ -9,6 +9,7 @@ Every agent follows the Stable-Baselines3 verbs::
 
 from agents.base import BanditAgent, DivergenceError
 from agents.langevin import LangevinOptimizer
+from agents.lmcts import LMCTS
 from agents.uniform import UniformRandom
 
-__all__ = ["BanditAgent", "DivergenceError", "LangevinOptimizer", "UniformRandom"]
+__all__ = ["BanditAgent", "DivergenceError", "LangevinOptimizer", "LMCTS", "UniformRandom"]

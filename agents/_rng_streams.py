@@ -7,3 +7,4 @@ seed never draw correlated numbers. Give every new use of randomness its own id.
 TIES = 16  # random tie-breaking among maximisers
 SAMPLE = 17  # posterior / Langevin noise
 EXPLORE = 18  # epsilon-greedy coin flips and random arms
+MINIBATCH = 19  # mini-batch indices of stochastic-gradient Langevin steps

@@ -211,7 +211,7 @@ class BanditAgent(ABC):
             "sizes": {"n_arms": self.n_arms, "dim": self.dim, "num_replicas": self.num_replicas},
             "seed": self.seed,
             "t": self.t,
-            "state": {name: getattr(self, name).detach().cpu() for name in self.state_names},
+            "state": {name: value.detach().cpu() for name, value in self._get_state().items()},
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -233,9 +233,17 @@ class BanditAgent(ABC):
             raise ValueError(f"{path} holds a {payload['class']} agent, not a {cls.__name__}")
         agent = cls(None, seed=payload["seed"], device=device, **payload["sizes"], **payload["hyperparameters"])
         agent.t = payload["t"]
-        for name, value in payload["state"].items():
-            setattr(agent, name, value.to(agent.device))
+        agent._set_state({name: value.to(agent.device) for name, value in payload["state"].items()})
         return agent
+
+    def _get_state(self) -> dict[str, torch.Tensor]:
+        """The tensors ``save`` writes; by default the attributes named in ``state_names``."""
+        return {name: getattr(self, name) for name in self.state_names}
+
+    def _set_state(self, state: dict[str, torch.Tensor]) -> None:
+        """Inverse of :meth:`_get_state` (tensors already on ``self.device``)."""
+        for name, value in state.items():
+            setattr(self, name, value)
 
     # -- helpers for subclasses ------------------------------------------------
     def _as_batch(self, observation, what: str) -> tuple[torch.Tensor, bool, bool]:
