@@ -1,0 +1,104 @@
+"""Integration on the real UCI data of the shared OpenML cache (a writable copy; skipped when absent)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from bandit_gym.datasets import load_dataset
+
+# Class counts from the UCI documentation, in arm order (declared class values: 1..7, g/h, e/p).
+KNOWN_COUNTS = {
+    "shuttle": [45586, 50, 171, 8903, 3267, 10, 13],
+    "magictelescope": [12332, 6688],
+    "mushroom": [4208, 3916],
+}
+SHAPES = {"Shuttle-v0": (7, 7 * 9), "MagicTelescope-v0": (2, 2 * 10), "Mushroom-v0": (2, 2 * 22)}
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_COUNTS))
+def test_real_class_frequencies_match_uci(real_cache, name):
+    data = load_dataset(name, cache_dir=real_cache)
+    assert torch.bincount(data.labels).tolist() == KNOWN_COUNTS[name]
+    torch.testing.assert_close(data.features.norm(dim=1), torch.ones(data.n_rows))  # L2 rows
+
+
+@pytest.mark.parametrize("env_id", sorted(SHAPES))
+def test_real_env_shapes_and_reward_semantics(real_cache, env_id):
+    env = gym.make(env_id, cache_dir=real_cache)
+    assert env.unwrapped.horizon == min(10_000, env.unwrapped.sim.data.n_rows)
+    obs, info = env.reset(seed=0)
+    assert obs.shape == SHAPES[env_id] and env.observation_space.shape == SHAPES[env_id]
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        action = int(rng.integers(env.action_space.n))
+        label = info["optimal_action"]
+        obs, reward, _, _, info = env.step(action)
+        assert reward == float(action == label) and info["regret"] == 1.0 - reward
+
+
+def test_real_mushroom_full_pass_sees_every_row_once(real_cache):
+    venv = gym.make_vec("Mushroom-v0", num_envs=2, vectorization_mode="vector_entry_point", cache_dir=real_cache)
+    _, info = venv.reset(seed=4)
+    sim = venv.unwrapped.sim
+    assert venv.unwrapped.horizon == 8124 and sim.rows.shape == (2, 8124)
+    for rows in sim.rows:  # each replica: a permutation of all rows, so the episode's classes are the UCI counts
+        assert sorted(rows.tolist()) == list(range(8124))
+        assert torch.bincount(sim.labels[rows]).tolist() == KNOWN_COUNTS["mushroom"]
+    assert not torch.equal(sim.rows[0], sim.rows[1])
+    for t in range(100):  # and the env shows the rows in that order
+        assert info["optimal_action"].tolist() == sim.labels[sim.rows[:, t]].tolist()
+        _, _, _, _, info = venv.step(torch.zeros(2, dtype=torch.int64))
+
+
+def _ridge_ucb_rewards(venv, seed: int, rounds: int, alpha: float, lam: float = 1.0) -> torch.Tensor:
+    """A small batched ridge-regression UCB (written here so that this test does not depend on agents/)."""
+    obs, _ = venv.reset(seed=seed)
+    r, k, d = obs.shape
+    v_inv = torch.eye(d).repeat(r, 1, 1) / lam  # (R, d, d)
+    b = torch.zeros(r, d)  # (R, d)
+    rewards = torch.zeros(rounds, r)
+    for t in range(rounds):
+        theta = torch.einsum("rij,rj->ri", v_inv, b)  # (R, d)
+        width = torch.einsum("rkd,rde,rke->rk", obs, v_inv, obs).clamp_min(0).sqrt()  # (R, K)
+        actions = (torch.einsum("rkd,rd->rk", obs, theta) + alpha * width).argmax(1)  # (R,)
+        x = obs[torch.arange(r), actions]  # (R, d)
+        obs, reward, _, _, _ = venv.step(actions)
+        vx = torch.einsum("rij,rj->ri", v_inv, x)  # (R, d), Sherman-Morrison
+        v_inv -= torch.einsum("ri,rj->rij", vx, vx) / (1 + (x * vx).sum(1))[:, None, None]
+        b += reward[:, None] * x
+        rewards[t] = reward
+    return rewards
+
+
+def test_real_linear_agent_beats_uniform_random_on_magic_telescope(real_cache):
+    rounds = 1000
+    venv = gym.make_vec(
+        "MagicTelescope-v0", num_envs=4, vectorization_mode="vector_entry_point", cache_dir=real_cache, horizon=rounds
+    )
+    linear = _ridge_ucb_rewards(venv, seed=0, rounds=rounds, alpha=1.0)
+    _, _ = venv.reset(seed=0)
+    uniform = torch.zeros(rounds, 4)
+    rng = torch.Generator().manual_seed(0)
+    for t in range(rounds):
+        _, uniform[t], _, _, _ = venv.step(torch.randint(0, 2, (4,), generator=rng))
+    # Uniform guessing is right half the time whatever the data; a per-class linear model does much better.
+    # (The majority class alone would give 0.65; measured: 0.74 to 0.77 per replica over the second half.)
+    assert abs(uniform.mean().item() - 0.5) < 0.04
+    late = linear[rounds // 2 :].mean(0)  # (R,)
+    assert late.mean().item() > 0.7 and late.min().item() > 0.68, late
+
+
+def test_real_agents_linucb_beats_uniform_random_on_magic_telescope(real_cache):
+    try:
+        from agents import LinUCB, UniformRandom
+    except ImportError:
+        pytest.skip("agents.LinUCB is not exported (yet)")
+    venv = gym.make_vec(
+        "MagicTelescope-v0", num_envs=4, vectorization_mode="vector_entry_point", cache_dir=real_cache, horizon=1000
+    )
+    linucb = LinUCB(venv, seed=0, device="cpu").learn(venv)
+    uniform = UniformRandom(venv, seed=0, device="cpu").learn(venv)
+    assert linucb.history["reward"].mean() > uniform.history["reward"].mean() + 0.1
