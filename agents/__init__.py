@@ -8,8 +8,13 @@ Every agent follows the Stable-Baselines3 verbs::
 """
 
 from agents.base import BanditAgent, DivergenceError
+from agents.glm import GLMTSL, SGDTS, UCBGLM
 from agents.langevin import LangevinOptimizer
+from agents.linear import EpsGreedy, LinTS, LinUCB
 from agents.lmcts import LMCTS
 from agents.uniform import UniformRandom
 
-__all__ = ["BanditAgent", "DivergenceError", "LangevinOptimizer", "LMCTS", "UniformRandom"]
+__all__ = [
+    "BanditAgent", "DivergenceError", "LangevinOptimizer", "LMCTS", "UniformRandom",
+    "LinUCB", "LinTS", "EpsGreedy", "UCBGLM", "GLMTSL", "SGDTS",
+]

@@ -1,0 +1,224 @@
+"""LinUCB, LinTS and EpsGreedy: oracle fits, the LinTS posterior, determinism, batching, persistence."""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import bandit_gym  # noqa: F401  (registers the envs)
+from agents import EpsGreedy, LinTS, LinUCB
+
+SMALL = {"n_arms": 8, "dim": 5, "horizon": 300}
+AGENTS = [LinUCB, LinTS, EpsGreedy]
+
+
+def _feed(agent, contexts, actions, rewards) -> None:
+    """Play recorded rounds through ``update``: ``(T, R, K, d), (T, R), (T, R)``."""
+    for x, a, r in zip(contexts, actions, rewards, strict=True):
+        agent.update(x, a, r)
+
+
+def _noise_free_rounds(n_rounds, num_replicas, n_arms, dim, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    theta_star = torch.randn(num_replicas, dim, generator=gen)  # (R, d)
+    contexts = torch.randn(n_rounds, num_replicas, n_arms, dim, generator=gen)  # (T, R, K, d)
+    actions = torch.randint(n_arms, (n_rounds, num_replicas), generator=gen)  # (T, R)
+    played = contexts.gather(2, actions[..., None, None].expand(-1, -1, 1, dim))[:, :, 0]  # (T, R, d)
+    rewards = (played * theta_star).sum(-1)  # (T, R)
+    return theta_star, contexts, actions, played, rewards
+
+
+@pytest.mark.parametrize("cls", AGENTS)
+def test_ridge_zero_exploration_recovers_theta(cls):
+    """Exploration off, noise-free rewards: theta_hat is the ridge solution and ~theta*."""
+    R, K, d, lam = 3, 6, 5, 1e-3
+    theta_star, contexts, actions, played, rewards = _noise_free_rounds(200, R, K, d)
+    kwargs = {"horizon": 200} if cls is LinTS else {}
+    agent = cls(None, n_arms=K, dim=d, num_replicas=R, seed=0, exploration_scale=0.0, lambda_reg=lam, **kwargs)
+    _feed(agent, contexts, actions, rewards)
+    X, y = played.double().transpose(0, 1), rewards.double().T  # (R, T, d), (R, T)
+    ridge = torch.linalg.solve(X.mT @ X + lam * torch.eye(d, dtype=torch.float64), (X.mT @ y[..., None]))[..., 0]
+    torch.testing.assert_close(agent.theta_hat.double(), ridge, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(agent.theta_hat, theta_star, rtol=0, atol=1e-3)  # ridge bias ~ lam / T
+    # With exploration off every agent plays the greedy arm.
+    x = torch.randn(R, K, d, generator=torch.Generator().manual_seed(1))
+    action, _ = agent.predict(x)
+    assert torch.equal(action, (x * agent.theta_hat[:, None]).sum(-1).argmax(1))
+
+
+def test_linucb_zero_bonus_recovers_theta():
+    R, K, d = 2, 6, 4
+    theta_star, contexts, actions, _, rewards = _noise_free_rounds(100, R, K, d, seed=3)
+    agent = LinUCB(None, n_arms=K, dim=d, num_replicas=R, seed=0, exploration_scale=0.0, lambda_reg=1e-4)
+    _feed(agent, contexts, actions, rewards)
+    torch.testing.assert_close(agent.theta_hat, theta_star, rtol=0, atol=1e-3)
+
+
+def test_linucb_bonus_is_nu_t_times_confidence_width():
+    """An arm's index is x^T theta_hat + c sqrt(d log t) sqrt(x^T V^-1 x)."""
+    R, K, d = 1, 2, 3
+    agent = LinUCB(None, n_arms=K, dim=d, num_replicas=R, seed=0, exploration_scale=0.5, lambda_reg=1.0)
+    _, contexts, actions, _, rewards = _noise_free_rounds(9, R, K, d, seed=4)
+    _feed(agent, contexts, actions, rewards)  # now t = 10
+    assert agent.bonus_scale() == pytest.approx(0.5 * math.sqrt(d * math.log(10)))
+    # Two arms, one with the larger mean, the other with the larger width: the index decides.
+    v_inv = agent.design_inverse[0].double()
+    x = torch.randn(2, d, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    index = x @ agent.theta_hat[0].double() + agent.bonus_scale() * torch.sqrt(((x @ v_inv) * x).sum(-1))
+    action, _ = agent.predict(x.float().numpy())
+    assert int(action) == int(index.argmax())
+
+
+def test_sherman_morrison_inverse_matches_linalg_inv():
+    R, K, d = 4, 10, 8
+    _, contexts, actions, played, rewards = _noise_free_rounds(1000, R, K, d, seed=6)
+    agent = LinTS(None, n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=1.0, horizon=1000)
+    _feed(agent, contexts, actions, rewards)
+    X = played.double().transpose(0, 1)  # (R, T, d)
+    design = X.mT @ X + torch.eye(d, dtype=torch.float64)  # (R, d, d)
+    # float32 rank-one updates: errors grow like sqrt(T) * eps32 * |V^-1|; 1e-5 absolute is ~100x that.
+    torch.testing.assert_close(agent.design_inverse.double(), torch.linalg.inv(design), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(agent.design.double(), design, rtol=1e-5, atol=1e-3)
+
+
+def test_lints_samples_have_covariance_v2_design_inverse():
+    """theta_t ~ N(theta_hat, v^2 V^-1), v = c sqrt(d log T), checked over N = 20,000 replicas.
+
+    All replicas see the same data, so they share theta_hat and V but draw independently.
+    Whitened with an independent float64 factor of V, w = L^T (theta - theta_hat) / v
+    must be N(0, I): each mean has sd 1/sqrt(N) = 0.0071, each covariance entry sd
+    <= sqrt(2/N) = 0.01. The bounds are 5 sd (0.035 and 0.05): a wrong scale (v instead
+    of v^2, V instead of V^-1, a dropped factor 2) moves entries by far more.
+    """
+    N, K, d, T = 20_000, 5, 4, 500
+    agent = LinTS(None, n_arms=K, dim=d, num_replicas=N, seed=11, exploration_scale=0.3, lambda_reg=1.0, horizon=T)
+    assert agent.posterior_scale == pytest.approx(0.3 * math.sqrt(d * math.log(T)))
+    _, contexts, actions, played, rewards = _noise_free_rounds(30, 1, K, d, seed=7)
+    rewards = rewards + 0.1 * torch.randn(rewards.shape, generator=torch.Generator().manual_seed(8))
+    for x, a, r in zip(contexts, actions, rewards, strict=True):
+        agent.update(x.expand(N, K, d), a.expand(N), r.expand(N))
+    X, y = played[:, 0].double(), rewards[:, 0].double()  # (T, d), (T,)
+    design = X.T @ X + torch.eye(d, dtype=torch.float64)
+    theta_hat = torch.linalg.solve(design, X.T @ y)
+    samples = agent.sample_theta().double()  # (N, d)
+    w = (samples - theta_hat) @ torch.linalg.cholesky(design) / agent.posterior_scale  # (N, d) rows L^T(...)
+    assert w.mean(0).abs().max() < 5 / math.sqrt(N)
+    cov = torch.cov(w.T)
+    assert (cov - torch.eye(d, dtype=torch.float64)).abs().max() < 5 * math.sqrt(2 / N)
+
+
+def test_lints_draws_differ_between_rounds_and_not_within_one():
+    agent = LinTS(None, n_arms=4, dim=3, num_replicas=2, seed=0, horizon=100)
+    first, again = agent.sample_theta(), agent.sample_theta()
+    assert torch.equal(first, again)  # predict does not change the agent
+    agent.update(torch.ones(2, 4, 3), [0, 1], [1.0, 0.0])
+    assert not torch.equal(first, agent.sample_theta())
+
+
+def test_epsgreedy_exploration_rate_schedule():
+    agent = EpsGreedy(None, n_arms=4, dim=3, seed=0, exploration_scale=2.0)
+    assert [agent.exploration_rate(t) for t in (1, 4, 16, 64)] == [1.0, 1.0, 0.5, 0.25]
+    greedy = EpsGreedy(None, n_arms=4, dim=3, seed=0, exploration_scale=0.0)
+    assert greedy.exploration_rate(1) == 0.0
+
+
+def test_epsgreedy_explores_at_rate_c_over_sqrt_t():
+    """At t = 16, c = 2: epsilon = 0.5, so P(non-greedy arm) = 0.5 (1 - 1/K) = 0.375 for K = 4.
+
+    Over N = 20,000 replicas the frequency has sd sqrt(0.375 * 0.625 / N) = 0.0034; bound 5 sd.
+    """
+    N, K, d = 20_000, 4, 2
+    agent = EpsGreedy(None, n_arms=K, dim=d, num_replicas=N, seed=0, exploration_scale=2.0)
+    agent.update(torch.eye(d)[None, :1].expand(N, K, d).contiguous(), torch.zeros(N, dtype=torch.long), torch.ones(N))
+    agent.t = 16
+    x = torch.zeros(N, K, d)
+    x[:, 2, 0] = 1.0  # arm 2 is the unique greedy arm
+    action, _ = agent.predict(x)
+    assert abs((action != 2).float().mean().item() - 0.375) < 5 * math.sqrt(0.375 * 0.625 / N)
+
+
+def _vec(num_envs=3):
+    return gym.make_vec("LinearBandit-v0", num_envs=num_envs, vectorization_mode="vector_entry_point",
+                        device="cpu", **SMALL)
+
+
+@pytest.mark.parametrize("cls", AGENTS)
+def test_seeded_learn_is_reproducible_and_seeds_differ(cls):
+    runs = [cls(_vec(), seed=seed, device="cpu").learn(_vec(), total_timesteps=150).history for seed in (0, 0, 1)]
+    np.testing.assert_array_equal(runs[0]["action"], runs[1]["action"])
+    np.testing.assert_array_equal(runs[0]["regret"], runs[1]["regret"])
+    assert not np.array_equal(runs[0]["action"], runs[2]["action"])
+
+
+@pytest.mark.parametrize("cls", AGENTS)
+def test_batched_replica_equals_single_run(cls):
+    R, seed, T = 3, 5, 150
+    batched = cls(_vec(R), seed=seed, device="cpu").learn(_vec(R), total_timesteps=T)
+    for r in range(R):
+        env = gym.make("LinearBandit-v0", **SMALL)
+        single = cls(env, seed=seed + r, device="cpu").learn(env, total_timesteps=T)
+        np.testing.assert_array_equal(single.history["action"], batched.history["action"][:, r])
+        np.testing.assert_array_equal(single.history["regret"], batched.history["regret"][:, r])
+        assert torch.equal(single.theta_hat[0], batched.theta_hat[r])
+
+
+@pytest.mark.parametrize("cls", AGENTS)
+def test_save_load_round_trip(cls, tmp_path):
+    agent = cls(_vec(), seed=2, device="cpu").learn(_vec(), total_timesteps=60)
+    agent.save(tmp_path / "agent.pt")
+    loaded = cls.load(tmp_path / "agent.pt", device="cpu")
+    assert loaded.t == agent.t and loaded.hyperparameters() == agent.hyperparameters()
+    for name in cls.state_names:
+        assert torch.equal(getattr(loaded, name), getattr(agent, name)), name
+    obs, _ = _vec().reset(seed=9)
+    for _ in range(5):  # the two agents act and learn identically from here on
+        a1, _ = agent.predict(obs)
+        a2, _ = loaded.predict(obs)
+        assert torch.equal(a1, a2)
+        agent.update(obs, a1, torch.ones(3))
+        loaded.update(obs, a2, torch.ones(3))
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "match"),
+    [
+        (LinUCB, {"exploration_scale": -1.0}, r"exploration_scale must be a finite number >= 0, got -1\.0"),
+        (LinUCB, {"exploration_scale": float("nan")}, "exploration_scale"),
+        (LinUCB, {"lambda_reg": 0.0}, r"lambda_reg must be a finite number > 0, got 0\.0"),
+        (LinTS, {"exploration_scale": True}, "exploration_scale"),
+        (LinTS, {"horizon": 0}, r"horizon must be an integer >= 1, got 0"),
+        (LinTS, {"lambda_reg": float("inf")}, "lambda_reg"),
+        (EpsGreedy, {"exploration_scale": "1"}, "exploration_scale"),
+        (EpsGreedy, {"lambda_reg": -2}, "lambda_reg"),
+    ],
+)
+def test_bad_hyperparameters_raise(cls, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        cls(_vec(), seed=0, **kwargs)
+
+
+def test_lints_needs_a_horizon_without_env():
+    with pytest.raises(ValueError, match="horizon must be given"):
+        LinTS(None, n_arms=3, dim=2, seed=0)
+    assert LinTS(_vec(), seed=0).horizon == SMALL["horizon"]
+    assert LinTS(_vec(), seed=0, horizon=50).horizon == 50
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("cls", AGENTS)
+def test_cuda_agrees_with_cpu(cls):
+    T = 100
+    runs = {}
+    for device in ("cpu", "cuda"):
+        venv = gym.make_vec("LinearBandit-v0", num_envs=3, vectorization_mode="vector_entry_point",
+                            device=device, **SMALL)
+        runs[device] = cls(venv, seed=0, device=device).learn(venv, total_timesteps=T)
+    # Float reductions may differ in the last ulp between devices; argmax decisions almost never do.
+    match = (runs["cpu"].history["action"] == runs["cuda"].history["action"]).mean()
+    assert match > 0.97
+    if match == 1.0:
+        torch.testing.assert_close(runs["cuda"].theta_hat.cpu(), runs["cpu"].theta_hat, rtol=1e-4, atol=1e-4)
