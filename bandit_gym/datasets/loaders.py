@@ -139,7 +139,7 @@ def load_dataset(
     key = (spec.name, str(root), encoding, scaling, bool(verify_checksums))
     with _LOCK:
         if key not in _CACHE:
-            if download:
+            if download and not is_cached(spec.name, root):
                 download_dataset(spec.name, root)
             if spec.openml_id is None:
                 from bandit_gym.datasets import _cifar
@@ -148,10 +148,10 @@ def load_dataset(
                 names, low, high = tuple(f"pixel{i}" for i in range(x.shape[1])), -1.0, 1.0
                 x, low, high = _scale(x, scaling, low, high)
             else:
+                if not is_cached(spec.name, root):
+                    raise DatasetNotFoundError(_missing_message(spec, root))
                 folder = _openml_files.dataset_dir(root, spec.openml_id)
                 path = _openml_files.data_file(folder, spec.openml_id)
-                if path is None or not (folder / "description.xml").is_file():
-                    raise DatasetNotFoundError(_missing_message(spec, root))
                 table = _openml_files.read_table(folder, spec.openml_id, path)
                 x, names = _encode(table, encoding)
                 x, low, high = _scale(x, scaling, -np.inf, np.inf)
@@ -163,6 +163,17 @@ def load_dataset(
                 torch.from_numpy(np.asarray(y, dtype=np.int64)), tuple(classes), tuple(names), source, low, high,
             )
         return _CACHE[key]
+
+
+def is_cached(name: str, cache_dir: str | os.PathLike | None = None) -> bool:
+    """Whether the files of ``name`` are in its cache directory (they are not opened)."""
+    spec = get_spec(name)
+    root = resolve_cache_dir(spec.name, cache_dir)
+    if spec.openml_id is None:
+        folder = root / "cifar-10-batches-py"
+        return (folder / "test_batch").is_file() and (folder / "batches.meta").is_file()
+    folder = _openml_files.dataset_dir(root, spec.openml_id)
+    return (folder / "description.xml").is_file() and _openml_files.data_file(folder, spec.openml_id) is not None
 
 
 def _missing_message(spec: DatasetSpec, root: Path) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import stat
 import time
@@ -197,3 +198,46 @@ def test_corrupt_description_and_cifar_pickle_name_the_file(small_cache, tmp_pat
     batch.write_bytes(batch.read_bytes()[:1000])
     with pytest.raises(DatasetFileError, match="test_batch.*truncated or damaged"):
         load_dataset("cifar10", cache_dir=tmp_path / "cifar", verify_checksums=False)
+
+
+def test_download_true_with_a_complete_read_only_cache_never_calls_openml(small_cache, tmp_path, monkeypatch):
+    import openml
+
+    def fail(*args, **kwargs):
+        raise AssertionError("openml was asked to download a dataset that is cached")
+
+    monkeypatch.setattr(openml.datasets, "get_dataset", fail)
+    root = _copy(small_cache, tmp_path)
+    paths = [root, *root.rglob("*")]
+    for path in paths:
+        path.chmod(path.stat().st_mode & ~stat.S_IWUSR)
+    try:
+        assert load_dataset("shuttle", cache_dir=root, download=True).n_rows == 42
+    finally:
+        for path in paths:
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+def test_cli_download_asks_openml_by_id_once_for_arff_into_the_cache_dir(tmp_path, monkeypatch, capsys, openml_writer):
+    import openml
+
+    calls = []
+
+    def fake_get_dataset(dataset_id, download_data=False, **kwargs):
+        calls.append(dataset_id)
+        assert isinstance(dataset_id, int) and download_data  # by integer id, never by name
+        assert os.environ["OPENML_SKIP_PARQUET"] == "true" and openml.config.connection_n_retries == 1
+        root = Path(openml.config.get_config_as_dict()["cachedir"])
+        openml_writer(root, dataset_id, [("a", "NUMERIC"), ("class", ["e", "p"])], [[1.0, "e"], [2.0, "p"]])
+
+    monkeypatch.setattr(openml.datasets, "get_dataset", fake_get_dataset)
+    monkeypatch.delenv("OPENML_SKIP_PARQUET", raising=False)
+    retries_before = openml.config.connection_n_retries
+    assert cli.main(["download", "mushroom", "--cache-dir", str(tmp_path / "dl")]) == 0
+    assert calls == [24]
+    assert "mushroom: 2 rows, 1 features, 2 classes" in capsys.readouterr().out
+    assert (tmp_path / "dl" / "org" / "openml" / "www" / "datasets" / "24" / "dataset.arff").is_file()
+    assert "OPENML_SKIP_PARQUET" not in os.environ and openml.config.connection_n_retries == retries_before
+    with pytest.raises(SystemExit):
+        cli.main(["download", "iris"])
+    assert "invalid choice: 'iris'" in capsys.readouterr().err
