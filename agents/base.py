@@ -33,7 +33,6 @@ from bandit_gym import _rng
 from bandit_gym._base import _resolve_device
 
 
-
 def check_positive(name: str, value: Any, *, allow_zero: bool = False) -> float:
     """Validate a finite real hyperparameter > 0 (or >= 0), naming it in the error."""
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
@@ -58,6 +57,15 @@ def env_sizes(env: gym.Env | gym.vector.VectorEnv) -> tuple[int, int, int]:
     if not isinstance(space, gym.spaces.Box) or len(space.shape) != 2:
         raise ValueError(f"env must observe an arm-feature matrix Box(n_arms, dim), got observation space {space}")
     return num, space.shape[0], space.shape[1]
+
+
+def _stack_rows(rows: list, played: int, width: int, dtype: torch.dtype) -> torch.Tensor:
+    """Per-round values (tensors, arrays or floats) as one ``(played, width)`` CPU tensor."""
+    if not rows:
+        return torch.zeros(played, width, dtype=dtype)
+    if isinstance(rows[0], torch.Tensor):
+        return torch.stack([r.reshape(width) for r in rows]).to("cpu", dtype)
+    return torch.as_tensor(np.asarray(rows).reshape(played, width)).to(dtype)
 
 
 class DivergenceError(RuntimeError):
@@ -140,7 +148,9 @@ class BanditAgent(ABC):
         rewards = rewards.to(self.device, torch.float32).reshape(-1)  # (R,)
         for name, value in (("action", actions), ("reward", rewards)):
             if value.shape != (self.num_replicas,):
-                raise ValueError(f"{name} must hold one value per replica ({self.num_replicas}), got shape {tuple(value.shape)}")
+                raise ValueError(
+                    f"{name} must hold one value per replica ({self.num_replicas}), got shape {tuple(value.shape)}"
+                )
         if bool(((actions < 0) | (actions >= self.n_arms)).any()):
             raise ValueError(f"action must be in [0, {self.n_arms}), got {actions.tolist()}")
         if not bool(torch.isfinite(rewards).all()):
@@ -173,32 +183,41 @@ class BanditAgent(ABC):
         vector = isinstance(env, gym.vector.VectorEnv)
         obs, _ = env.reset(seed=self.seed if self._learn_calls == 0 else None)
         self._learn_calls += 1
-        logs = {k: torch.zeros(total, self.num_replicas, dtype=dt) for k, dt in
-                (("regret", torch.float32), ("reward", torch.float32), ("action", torch.int64))}
         rounds = range(total)
         if progress_bar:
             from tqdm.auto import tqdm
 
             rounds = tqdm(rounds, desc=type(self).__name__, unit="round")
+        # Per-round logs stay as they come (tensors on the device, or floats) and are stacked
+        # once at the end: no per-round copies, and no per-round device sync on CUDA.
+        regrets, rewards_log, actions_log = [], [], []
+        torch_actions = vector and isinstance(obs, torch.Tensor)
         played = 0
-        for i in rounds:
+        for _ in rounds:
             contexts, _, _ = self._as_batch(obs, "observation")
             actions = self._select(contexts)  # (R,)
-            step_action = actions if vector and isinstance(obs, torch.Tensor) else actions.cpu().numpy()
-            obs, reward, _, truncated, info = env.step(step_action if vector else int(step_action[0]))
-            rewards = torch.as_tensor(np.asarray(reward) if not isinstance(reward, torch.Tensor) else reward)
-            rewards = rewards.to(self.device, torch.float32).reshape(self.num_replicas)  # (R,)
+            if torch_actions:
+                step_action = actions
+            else:
+                step_action = actions.cpu().numpy() if vector else int(actions[0])
+            obs, reward, _, truncated, info = env.step(step_action)
+            rewards = self._as_rewards(reward)  # (R,)
             self._observe(contexts, actions, rewards)
             self.t += 1
-            logs["regret"][i] = torch.as_tensor(np.asarray(info["regret"]) if not isinstance(info["regret"], torch.Tensor) else info["regret"]).cpu().reshape(-1)
-            logs["reward"][i] = rewards.cpu()
-            logs["action"][i] = actions.cpu()
-            played = i + 1
+            regret = info["regret"]
+            regrets.append(regret if isinstance(regret, torch.Tensor) else np.array(regret, dtype=np.float32))
+            rewards_log.append(rewards)
+            actions_log.append(actions)
+            played += 1
             if callback is not None and callback(self, played) is False:
                 break
-            if np.any(np.asarray(truncated.cpu() if isinstance(truncated, torch.Tensor) else truncated)) and played < total:
+            if played < total and bool(np.any(truncated.cpu().numpy() if isinstance(truncated, torch.Tensor)
+                                              else truncated)):
                 obs, _ = env.reset()
-        self.history = {k: (v[:played, 0] if not vector else v[:played]).numpy() for k, v in logs.items()}
+        logs = {"regret": _stack_rows(regrets, played, self.num_replicas, torch.float32),
+                "reward": _stack_rows(rewards_log, played, self.num_replicas, torch.float32),
+                "action": _stack_rows(actions_log, played, self.num_replicas, torch.int64)}
+        self.history = {k: (v[:, 0] if not vector else v).numpy() for k, v in logs.items()}
         return self
 
     # -- persistence ----------------------------------------------------------
@@ -254,10 +273,17 @@ class BanditAgent(ABC):
             x = x[None]
         if x.shape != (self.num_replicas, self.n_arms, self.dim):
             raise ValueError(
-                f"{what} must have shape ({self.n_arms}, {self.dim}) or ({self.num_replicas}, {self.n_arms}, {self.dim}), "
+                f"{what} must have shape ({self.n_arms}, {self.dim}) or "
+                f"({self.num_replicas}, {self.n_arms}, {self.dim}), "
                 f"got {tuple(x.shape) if not single else tuple(x.shape[1:])}"
             )
         return x.to(self.device, torch.float32), single, as_numpy
+
+    def _as_rewards(self, reward) -> torch.Tensor:
+        """An env's reward(s) as ``(R,)`` float32 on the device."""
+        if isinstance(reward, torch.Tensor):
+            return reward.to(self.device, torch.float32).reshape(self.num_replicas)
+        return torch.as_tensor(np.asarray(reward, dtype=np.float32), device=self.device).reshape(self.num_replicas)
 
     def _argmax(self, values: torch.Tensor) -> torch.Tensor:
         """Greedy arm per replica with uniform random tie-breaking: ``(R, K) -> (R,)``."""
@@ -266,4 +292,6 @@ class BanditAgent(ABC):
     def _check_finite(self, tensor: torch.Tensor, what: str, step_size: float | None = None) -> None:
         if not bool(torch.isfinite(tensor).all()):
             hint = f" with step size {step_size:g}" if step_size is not None else ""
-            raise DivergenceError(f"{type(self).__name__}: {what} became NaN or Inf in round {self.t}{hint}; try a smaller step size")
+            raise DivergenceError(
+                f"{type(self).__name__}: {what} became NaN or Inf in round {self.t}{hint}; try a smaller step size"
+            )
