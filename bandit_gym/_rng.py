@@ -84,23 +84,28 @@ def next_episode_key(keys: torch.Tensor) -> torch.Tensor:
     return mix64(keys ^ mix64(torch.full_like(keys, STREAM_EPISODE)))
 
 
-def _stream_base(keys: torch.Tensor, stream: int, counter: int) -> torch.Tensor:
-    """Per-replica start of the ``(stream, counter)`` block: ``(R,)`` int64."""
-    offset = _mix64_np(np.array([(stream << 40) + counter], dtype=np.uint64))  # (1,)
-    if keys.device.type == "cpu":
-        base = keys.numpy().view(np.uint64) + offset  # (R,)
-        return torch.from_numpy(_mix64_np(base).view(np.int64))
-    return mix64(keys + torch.from_numpy(offset.view(np.int64)).to(keys.device))  # (R,)
+def _offset(stream: int, counter: int) -> int:
+    """Pseudo-random 64-bit start of the ``(stream, counter)`` block, as a signed int64 value."""
+    x, mask = ((stream << 40) + counter) & ((1 << 64) - 1), (1 << 64) - 1
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
+    x ^= x >> 31
+    return x - (1 << 64) if x >= (1 << 63) else x
 
 
 def _block_bits(keys: torch.Tensor, stream: int, counter: int, n: int) -> torch.Tensor:
-    """``n`` random 64-bit words per replica: ``(R,)`` keys -> ``(R, n)`` int64."""
-    base = _stream_base(keys, stream, counter)  # (R,)
+    """``n`` random 64-bit words per replica: ``(R,)`` keys -> ``(R, n)`` int64.
+
+    Word ``j`` is ``mix64(key + offset(stream, counter) + j * golden)``: SplitMix64 started at
+    a pseudo-random point per replica, stream and round.
+    """
+    offset = _offset(stream, counter)
     if keys.device.type == "cpu":
-        words = base.numpy().view(np.uint64)[:, None] + _np_index(n)  # (R, n)
+        start = keys.numpy().view(np.uint64) + np.uint64(offset & ((1 << 64) - 1))  # (R,)
+        words = start[:, None] + _np_index(n)  # (R, n)
         return torch.from_numpy(_mix64_np(words).view(np.int64))
     index = torch.arange(n, dtype=torch.int64, device=keys.device) * _GOLDEN  # (n,)
-    return mix64(base[:, None] + index)  # (R, n)
+    return mix64((keys + offset)[:, None] + index)  # (R, n)
 
 
 @functools.lru_cache(maxsize=16)

@@ -32,7 +32,8 @@ def test_numpy_and_torch_paths_give_the_same_bits():
     keys = _rng.seed_to_key(torch.arange(5))
     cpu_bits = _rng._block_bits(keys, _rng.STREAM_CONTEXT, 17, 300)
     offset = _rng.mix64(torch.tensor((_rng.STREAM_CONTEXT << 40) + 17))
-    torch_bits = _rng.mix64(_rng.mix64(keys + offset)[:, None] + torch.arange(300) * _rng._GOLDEN)
+    assert offset.item() == _rng._offset(_rng.STREAM_CONTEXT, 17)
+    torch_bits = _rng.mix64((keys + offset)[:, None] + torch.arange(300) * _rng._GOLDEN)
     assert torch.equal(cpu_bits, torch_bits)
 
 
