@@ -175,3 +175,21 @@ def test_final_observation_at_the_horizon_is_consistent(make):
     assert info["optimal_action"] == int(np.argmax(info["expected_rewards"]))
     with pytest.raises(RuntimeError, match="call reset"):
         env.step(0)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("env_id", ["Shuttle-v0", "CIFAR10-v0"])
+def test_cuda_vector_env_matches_cpu_and_holds_the_data_once(make, env_id):
+    cpu, gpu = make(env_id, num_envs=4, horizon=10), make(env_id, num_envs=4, horizon=10, device="cuda")
+    a, _ = cpu.reset(seed=3)
+    b, _ = gpu.reset(seed=3)
+    assert b.device.type == "cuda" and gpu.unwrapped.sim.features.device.type == "cuda"
+    other = make(env_id, num_envs=2, horizon=10, device="cuda")
+    assert other.unwrapped.sim.features is gpu.unwrapped.sim.features  # copied to the GPU once
+    for _ in range(10):
+        torch.testing.assert_close(b.cpu(), a)
+        actions = torch.arange(4) % cpu.single_action_space.n
+        a, ra, *_ = cpu.step(actions)
+        b, rb, *_ = gpu.step(actions.cuda())
+        torch.testing.assert_close(rb.cpu(), ra)
