@@ -63,12 +63,12 @@ class DatasetBanditSimulator(BanditSimulator):
         )
         self.features, self.labels = self.data.on(self.device)  # (N, d), (N,): shared, never copied
         n_rows = self.data.n_rows
+        check_positive_int("subset_seed", subset_seed, minimum=0)
         self.pool: torch.Tensor | None = None  # (M,) row indices, or None for all rows
         if max_rows is not None:
             max_rows = check_positive_int("max_rows", max_rows)
             if max_rows > n_rows:
                 raise ValueError(f"max_rows must be at most the {n_rows} rows of {self.spec.title}, got {max_rows}")
-            check_positive_int("subset_seed", subset_seed, minimum=0)
             subset_key = _rng.seed_to_key(torch.tensor([subset_seed]))  # (1,)
             subset = _rng.permutation_keys(subset_key, _rng.STREAM_INSTANCE, n_rows)[0, :max_rows]  # (M,)
             self.pool = subset.sort().values.to(self.device)

@@ -142,6 +142,8 @@ def test_max_rows_draws_one_fixed_subset_for_every_run(make):
     assert sorted(sim.rows[0].tolist()) == subset and len(set(subset)) == 10
     other = make("Shuttle-v0", max_rows=10, subset_seed=1).unwrapped.sim
     assert sorted(other.pool.tolist()) != subset
+    with pytest.raises(ValueError, match="subset_seed must be an integer >= 0, got -1"):
+        make("Shuttle-v0", subset_seed=-1)
     with pytest.raises(ValueError, match=r"max_rows must be at most the 42 rows of Shuttle, got 50"):
         make("Shuttle-v0", max_rows=50)
     with pytest.raises(ValueError, match=r"at most the number of rows, 10 \(Shuttle with max_rows=10\)"):
