@@ -52,6 +52,26 @@ def random_argmax(values: torch.Tensor, keys: torch.Tensor, stream: int, counter
     return torch.where(is_best, noise, torch.full_like(noise, -1.0)).argmax(dim=1)
 
 
+#: Rows handed to elementwise transcendental kernels are padded to a multiple of this length.
+ROW_MULTIPLE = 64
+
+
+def sigmoid(z: torch.Tensor) -> torch.Tensor:
+    """``torch.sigmoid`` over the last axis, padded so that a replica's values do not depend on R.
+
+    CPU kernels for ``exp``-like functions run SIMD code on whole vector chunks and a scalar
+    loop on the tail, and the two can differ in the last ulp; which entries land in the tail
+    depends on the tensor's total size. Padding every row to a multiple of :data:`ROW_MULTIPLE`
+    puts every entry on the SIMD path for any R (with 1 or 2 threads), so ``(R, n) -> (R, n)``
+    of a batch equals the single run bit for bit.
+    """
+    n = z.shape[-1]
+    pad = -n % ROW_MULTIPLE
+    if pad:
+        z = torch.nn.functional.pad(z, (0, pad))
+    return torch.sigmoid(z)[..., :n]
+
+
 def chosen_rows(contexts: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """Features of the played arms: ``(R, K, d), (R,) -> (R, d)``."""
     return contexts.gather(1, actions[:, None, None].expand(-1, 1, contexts.shape[2]))[:, 0]

@@ -48,7 +48,7 @@ class _LogisticAgent(BanditAgent):
     """
 
     state_names = ("history_contexts", "history_rewards", "theta_hat", "bound_inverse")
-    _initial_capacity = 64
+    _initial_capacity = _math.ROW_MULTIPLE  # doubles when full, so always a multiple of it
 
     def __init__(self, env=None, *, lambda_reg: float = 1.0, n_explore_rounds: int = 0, n_mle_steps: int = 3,
                  seed=None, device="auto", n_arms=None, dim=None, num_replicas=None) -> None:
@@ -88,10 +88,11 @@ class _LogisticAgent(BanditAgent):
 
     def _mle_steps(self, n_steps: int, n: int) -> None:
         """``n_steps`` bound-optimisation steps on the first ``n`` stored observations, from ``theta_hat``."""
+        n = self._padded(n)  # rows past n are zeros and add exact zeros below
         X, y = self.history_contexts[:, :n], self.history_rewards[:, :n]  # (R, n, d), (R, n)
         theta = self.theta_hat
         for _ in range(n_steps):
-            residual = torch.sigmoid((X * theta[:, None, :]).sum(dim=-1)) - y  # mu(x^T theta) - r (R, n)
+            residual = _math.sigmoid((X * theta[:, None, :]).sum(dim=-1)) - y  # mu(x^T theta) - r (R, n)
             grad = (residual[:, :, None] * X).sum(dim=1) + self.lambda_reg * theta  # (R, d)
             theta = theta - _math.matvec(self.bound_inverse, grad)  # (R, d)
         self._check_finite(theta, "the MLE theta_hat")
@@ -112,11 +113,15 @@ class _LogisticAgent(BanditAgent):
         batch equals a single run (barring a float64 sum landing within ~1e-16 of a float32
         rounding boundary).
         """
-        X = self.history_contexts[:, : self.n_observations if n is None else n]  # (R, n, d)
-        p = torch.sigmoid((X * theta[:, None, :]).sum(dim=-1))  # (R, n)
+        X = self.history_contexts[:, : self._padded(self.n_observations if n is None else n)]  # (R, n, d)
+        p = _math.sigmoid((X * theta[:, None, :]).sum(dim=-1))  # (R, n)
         weighted = (X * (p * (1.0 - p))[:, :, None]).double()  # mu'(x^T theta) x (R, n, d)
         gram = torch.bmm(weighted.mT, X.double()).to(X.dtype)  # (R, d, d)
         return gram + self.lambda_reg * torch.eye(self.dim, device=self.device)
+
+    def _padded(self, n: int) -> int:
+        """``n`` rounded up to a multiple of ``_math.ROW_MULTIPLE`` (the capacity always is one)."""
+        return min(-(-n // _math.ROW_MULTIPLE) * _math.ROW_MULTIPLE, self.history_contexts.shape[1])
 
     def _random_arms(self) -> torch.Tensor:
         u = self._explore_draws(self.keys, self.t)  # (R,)
@@ -320,7 +325,7 @@ class SGDTS(_LogisticAgent):
                 self._mle_steps(self._initial_mle_steps, t)
                 self.anchor, self.theta_tilde, self.theta_bar = (self.theta_hat.clone() for _ in range(3))
             return
-        residual = torch.sigmoid((x * self.theta_tilde).sum(dim=-1)) - rewards  # (R,)
+        residual = _math.sigmoid((x * self.theta_tilde).sum(dim=-1, keepdim=True))[:, 0] - rewards  # (R,)
         self.epoch_gradient = self.epoch_gradient + residual[:, None] * x  # (R, d)
         if (t - tau) % tau == 0:  # end of epoch j
             j = (t - tau) // tau
