@@ -74,16 +74,18 @@ def test_glmtsl_hessian_matches_reference_at_mle():
 
 
 def test_glmtsl_samples_have_covariance_a2_inverse_hessian():
-    """theta_t ~ N(theta_hat, a^2 H^-1) over N = 20,000 replicas that saw the same data.
+    """theta_t ~ N(theta_hat, a^2 H^-1) over N = 20,000 replicas in the state of one fitted run.
 
     Whitened by an independent float64 factor of H, the draws must be N(0, I): means have
     sd 1/sqrt(N), covariance entries sd <= sqrt(2/N); the bounds are 5 sd.
     """
     N, K, d, a = 20_000, 4, 3, 0.7
     contexts, actions, played, rewards = _logistic_rounds(40, 1, K, d, seed=2)
+    fitted = GLMTSL(None, n_arms=K, dim=d, seed=3, exploration_scale=a)
+    _feed(fitted, contexts, actions, rewards)
     agent = GLMTSL(None, n_arms=K, dim=d, num_replicas=N, seed=3, exploration_scale=a)
-    for x, act, r in zip(contexts, actions, rewards, strict=True):
-        agent.update(x.expand(N, K, d), act.expand(N), r.expand(N))
+    agent.t, agent.theta_hat = fitted.t, fitted.theta_hat.expand(N, d)
+    agent.hessian_cholesky = fitted.hessian_cholesky.expand(N, d, d)
     theta_hat = agent.theta_hat[0].double()
     X = played[:, 0].double()
     p = torch.sigmoid(X @ theta_hat)
