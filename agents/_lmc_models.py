@@ -167,8 +167,8 @@ class LogisticModel(RewardModel):
 
     ``L_t = sum_i (softplus(x_i . theta) - r_i x_i . theta) + lambda ||theta||^2``,
     ``grad L_t = sum_i (sigmoid(x_i . theta) - r_i) x_i + 2 lambda theta``. The history
-    lives in a preallocated ``(R, capacity, d)`` buffer that doubles when full; full-batch
-    or mini-batch gradients.
+    lives in preallocated buffers (``(R, capacity, d)`` and its transpose) that double when
+    full; full-batch or mini-batch gradients.
     """
 
     supports_minibatch = True
@@ -177,51 +177,64 @@ class LogisticModel(RewardModel):
                  capacity: int = 1024) -> None:
         super().__init__(num_replicas, dim, lambda_reg, device)
         self.count = 0
-        self.features = torch.zeros(num_replicas, capacity, dim, device=device)  # (R, cap, d)
-        self.rewards = torch.zeros(num_replicas, capacity, device=device)  # (R, cap)
+        self._allocate(-(-capacity // 64) * 64)
+
+    def _allocate(self, capacity: int) -> None:
+        """(Re)allocate zeroed buffers of ``capacity`` rows (a multiple of 64), keeping the data."""
+        old = (self.features, self.features_t, self.rewards) if hasattr(self, "features") else None
+        self.features = torch.zeros(self.num_replicas, capacity, self.dim, device=self.device)  # (R, cap, d)
+        self.features_t = torch.zeros(self.num_replicas, self.dim, capacity, device=self.device)  # (R, d, cap)
+        self.rewards = torch.zeros(self.num_replicas, capacity, device=self.device)  # (R, cap)
+        if old is not None:
+            n = self.count
+            self.features[:, :n], self.features_t[:, :, :n], self.rewards[:, :n] = (
+                old[0][:, :n], old[1][:, :, :n], old[2][:, :n])
 
     def scores(self, params: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
         return _math.scores(contexts, params)  # (R, K): the logits, monotone in the mean reward
 
     def add(self, features: torch.Tensor, rewards: torch.Tensor) -> None:
         if self.count == self.features.shape[1]:
-            self._grow(2 * self.count)
+            self._allocate(2 * self.count)
         self.features[:, self.count] = features
+        self.features_t[:, :, self.count] = features
         self.rewards[:, self.count] = rewards
         self.count += 1
 
-    def _grow(self, capacity: int) -> None:
-        features = self.features.new_zeros(self.num_replicas, capacity, self.dim)  # (R, cap', d)
-        rewards = self.rewards.new_zeros(self.num_replicas, capacity)  # (R, cap')
-        features[:, : self.count] = self.features[:, : self.count]
-        rewards[:, : self.count] = self.rewards[:, : self.count]
-        self.features, self.rewards = features, rewards
-
-    def _data(self, batch: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, float]:
-        if batch is None:
-            return self.features[:, : self.count], self.rewards[:, : self.count], 1.0
-        rows = torch.arange(self.num_replicas, device=batch.device)[:, None]  # (R, 1)
-        return self.features[rows, batch], self.rewards[rows, batch], self.count / batch.shape[1]
-
     def loss(self, params: torch.Tensor) -> torch.Tensor:
         """``L_t(params)`` per replica, ``(R, p) -> (R,)`` (softplus keeps it stable)."""
-        x, r, _ = self._data(None)  # (R, n, d), (R, n)
+        x, r = self.features[:, : self.count], self.rewards[:, : self.count]  # (R, n, d), (R, n)
         z = (x * params[:, None, :]).sum(dim=-1)  # (R, n)
         return (F.softplus(z) - r * z).sum(dim=1) + self.lambda_reg * (params**2).sum(dim=1)
 
     def gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
-        x, r, scale = self._data(batch)  # (R, n or B, d), (R, n or B)
-        residual = _sigmoid_rows((x * params[:, None, :]).sum(dim=-1)) - r  # (R, n)
-        grad = (residual[:, :, None] * x).sum(dim=1)  # (R, d)
-        return scale * grad + (2.0 * self.lambda_reg) * params
+        ridge = (2.0 * self.lambda_reg) * params  # (R, d)
+        if batch is not None:
+            rows = torch.arange(self.num_replicas, device=batch.device)[:, None]  # (R, 1)
+            x, r = self.features[rows, batch], self.rewards[rows, batch]  # (R, B, d), (R, B)
+            residual = _sigmoid_rows((x * params[:, None, :]).sum(dim=-1)) - r  # (R, B)
+            return (self.count / batch.shape[1]) * (residual[:, :, None] * x).sum(dim=1) + ridge
+        # Full batch over the first n rows rounded up to a multiple of 64: the extra rows are zero
+        # (zero features contribute nothing), and with 64-multiple widths these bmm are batch-size
+        # invariant on CPU (a width such as 37 is not; tests/agents/test_lmcts.py checks replicas).
+        n = -(-self.count // 64) * 64
+        z = torch.bmm(params[:, None, :], self.features_t[:, :, :n])[:, 0]  # (R, n)
+        residual = torch.sigmoid(z) - self.rewards[:, :n]  # (R, n); rows start 64-aligned
+        return torch.bmm(residual[:, None, :], self.features[:, :n])[:, 0] + ridge  # (R, d)
 
     def state(self) -> dict[str, torch.Tensor]:
         return {"features": self.features[:, : self.count], "rewards": self.rewards[:, : self.count]}
 
     def load_state(self, state: dict[str, torch.Tensor]) -> None:
-        self.count = state["features"].shape[1]
-        self.features, self.rewards = state["features"], state["rewards"]
-        self._grow(max(1024, 2 * self.count))
+        self.count = 0
+        capacity = 1024
+        while capacity < state["features"].shape[1]:  # the capacity the run had (doubling from 1024)
+            capacity *= 2
+        self._allocate(capacity)
+        self.count = n = state["features"].shape[1]
+        self.features[:, :n] = state["features"]
+        self.features_t[:, :, :n] = state["features"].transpose(1, 2)
+        self.rewards[:, :n] = state["rewards"]
 
 
 #: The models ``LMCTS(model=...)`` accepts; the neural model joins here.

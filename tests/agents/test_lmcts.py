@@ -70,15 +70,33 @@ def test_lmcts_linear_tree_equals_step_by_step_chain():
 
 def test_lmcts_glm_gradient_matches_autograd_of_softplus_loss():
     g = torch.Generator().manual_seed(1)
-    model = LogisticModel(3, 4, 0.5, CPU, capacity=2)  # capacity 2: the buffer must grow
-    for _ in range(9):
+    model = LogisticModel(3, 4, 0.5, CPU, capacity=64)  # 70 rows: the buffer must grow
+    for _ in range(70):
         model.add(torch.randn(3, 4, generator=g), (torch.rand(3, generator=g) < 0.5).float())
     theta = torch.randn(3, 4, generator=g).requires_grad_()
     model.loss(theta).sum().backward()
     torch.testing.assert_close(model.gradient(theta.detach()), theta.grad)
-    every_row = torch.arange(9).expand(3, 9)  # a "mini-batch" of all rows is the full batch
+    every_row = torch.arange(70).expand(3, 70)  # a "mini-batch" of all rows is the full batch
     torch.testing.assert_close(model.gradient(theta.detach(), every_row), theta.grad)
     assert torch.isfinite(model.loss(torch.full((3, 4), 1e3))).all()  # softplus: no overflow
+
+
+def test_lmcts_glm_gradient_of_a_replica_does_not_depend_on_batch_size():
+    """Bit-identical full-batch and mini-batch gradients for replica r alone and inside a batch of 5."""
+    g = torch.Generator().manual_seed(2)
+    batch = LogisticModel(5, 6, 1.0, CPU)
+    singles = [LogisticModel(1, 6, 1.0, CPU) for _ in range(5)]
+    for _ in range(150):  # past one 64-row block, not a multiple of 64
+        x, r = torch.randn(5, 6, generator=g), (torch.rand(5, generator=g) < 0.5).float()
+        batch.add(x, r)
+        for i, single in enumerate(singles):
+            single.add(x[i : i + 1], r[i : i + 1])
+    theta = torch.randn(5, 6, generator=g)
+    rows = torch.randint(0, 150, (5, 37), generator=g)
+    full, mini = batch.gradient(theta), batch.gradient(theta, rows)
+    for i, single in enumerate(singles):
+        torch.testing.assert_close(single.gradient(theta[i : i + 1])[0], full[i], rtol=0, atol=0)
+        torch.testing.assert_close(single.gradient(theta[i : i + 1], rows[i : i + 1])[0], mini[i], rtol=0, atol=0)
 
 
 # -- reproducibility and batching ---------------------------------------------------------
