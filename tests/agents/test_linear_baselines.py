@@ -222,3 +222,20 @@ def test_cuda_agrees_with_cpu(cls):
     assert match > 0.97
     if match == 1.0:
         torch.testing.assert_close(runs["cuda"].theta_hat.cpu(), runs["cpu"].theta_hat, rtol=1e-4, atol=1e-4)
+
+
+def test_random_argmax_matches_the_drawn_tie_break_with_and_without_ties():
+    """The no-tie shortcut of _math.random_argmax gives what the full draw gives."""
+    from agents import _math
+    from bandit_gym import _rng
+
+    keys = _rng.seed_to_key(torch.arange(64))
+    gen = torch.Generator().manual_seed(0)
+    for values in (torch.randn(64, 7, generator=gen), torch.randint(3, (64, 7), generator=gen).float()):
+        noise = _rng.uniform(keys, 16, 5, (7,))
+        expected = torch.where(values == values.max(1, keepdim=True).values, noise, torch.tensor(-1.0)).argmax(1)
+        assert torch.equal(_math.random_argmax(values, keys, 16, 5), expected)
+    # Ties among all 7 arms of 4,000 rows: each arm wins with frequency 1/7 (sd 0.0055; bound 5 sd).
+    keys = _rng.seed_to_key(torch.arange(4000))
+    wins = torch.bincount(_math.random_argmax(torch.zeros(4000, 7), keys, 16, 1), minlength=7) / 4000
+    assert (wins - 1 / 7).abs().max() < 5 * math.sqrt((1 / 7) * (6 / 7) / 4000)
