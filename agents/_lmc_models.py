@@ -215,12 +215,13 @@ class LogisticModel(RewardModel):
             residual = _sigmoid_rows((x * params[:, None, :]).sum(dim=-1)) - r  # (R, B)
             return (self.count / batch.shape[1]) * (residual[:, :, None] * x).sum(dim=1) + ridge
         # Full batch over the first n rows rounded up to a multiple of 64: the extra rows are zero
-        # (zero features contribute nothing), and with 64-multiple widths these bmm are batch-size
+        # (zero features contribute nothing), and with 64-multiple widths this bmm is batch-size
         # invariant on CPU (a width such as 37 is not; tests/agents/test_lmcts.py checks replicas).
         n = -(-self.count // 64) * 64
         z = torch.bmm(params[:, None, :], self.features_t[:, :, :n])[:, 0]  # (R, n)
         residual = torch.sigmoid(z) - self.rewards[:, :n]  # (R, n); rows start 64-aligned
-        return torch.bmm(residual[:, None, :], self.features[:, :n])[:, 0] + ridge  # (R, d)
+        # The gradient as a last-axis reduction: bmm(residual, features) is not batch-size invariant.
+        return (self.features_t[:, :, :n] * residual[:, None, :]).sum(dim=-1) + ridge  # (R, d)
 
     def state(self) -> dict[str, torch.Tensor]:
         return {"features": self.features[:, : self.count], "rewards": self.rewards[:, : self.count]}
