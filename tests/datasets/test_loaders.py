@@ -6,6 +6,8 @@ import hashlib
 import os
 import shutil
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -241,3 +243,39 @@ def test_cli_download_asks_openml_by_id_once_for_arff_into_the_cache_dir(tmp_pat
     with pytest.raises(SystemExit):
         cli.main(["download", "iris"])
     assert "invalid choice: 'iris'" in capsys.readouterr().err
+
+
+_CACHE_DIR_SCRIPT = """
+import os, sys
+from bandit_gym.datasets.loaders import resolve_cache_dir
+ours = []
+for home in sys.argv[1:]:
+    os.environ["HOME"] = home
+    ours.append(str(resolve_cache_dir("shuttle")))
+assert "openml" not in sys.modules, "resolving the cache directory imported openml"
+import openml
+theirs = []
+for home in sys.argv[1:]:
+    os.environ["HOME"] = home
+    openml.config._setup()  # re-reads the config file and the defaults, as at import
+    theirs.append(str(openml.config.get_config_as_dict()["cachedir"]))
+print(ours)
+print(theirs)
+"""
+
+
+def test_default_cache_dir_matches_openml_without_importing_it(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENML_CACHE_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    plain, configured = tmp_path / "plain", tmp_path / "configured"
+    plain.mkdir()
+    (configured / ".config" / "openml").mkdir(parents=True)
+    (configured / ".config" / "openml" / "config").write_text(f"apikey = x\ncachedir = {tmp_path}/from_config\n")
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", _CACHE_DIR_SCRIPT, str(plain), str(configured)],
+        env=env, cwd=repo, capture_output=True, text=True,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    ours, theirs = out.stdout.strip().splitlines()
+    assert ours == theirs
+    assert ours == str([str(plain / ".cache" / "openml"), str(tmp_path / "from_config")])
