@@ -45,6 +45,9 @@ class RewardModel(ABC):
 
     #: Whether :meth:`gradient` accepts mini-batch indices (otherwise full batch only).
     supports_minibatch = False
+    #: LMC-TS defaults for this model: ``eta_0`` and ``beta`` (see ``docs/agents.md``).
+    default_step_size: float
+    default_inverse_temperature: float
 
     def __init__(self, num_replicas: int, dim: int, lambda_reg: float, device: torch.device) -> None:
         self.num_replicas, self.dim, self.lambda_reg, self.device = num_replicas, dim, lambda_reg, device
@@ -111,6 +114,9 @@ class LinearModel(RewardModel):
     whatever the history length.
     """
 
+    default_step_size = 0.3
+    default_inverse_temperature = 10.0
+
     def __init__(self, num_replicas: int, dim: int, lambda_reg: float, device: torch.device) -> None:
         super().__init__(num_replicas, dim, lambda_reg, device)
         eye = torch.eye(dim, device=device)
@@ -172,6 +178,8 @@ class LogisticModel(RewardModel):
     """
 
     supports_minibatch = True
+    default_step_size = 0.5
+    default_inverse_temperature = 30.0
 
     def __init__(self, num_replicas: int, dim: int, lambda_reg: float, device: torch.device,
                  capacity: int = 1024) -> None:

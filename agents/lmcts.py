@@ -50,9 +50,11 @@ class LMCTS(BanditAgent):
         model: Reward model: ``"linear"`` (squared loss, sufficient statistics ``V_t``,
             ``b_t``; an inner step is ``O(d^2)`` whatever the history) or ``"glm"``
             (logistic negative log-likelihood).
-        step_size: Initial step size ``eta_0`` (> 0).
+        step_size: Initial step size ``eta_0`` (> 0). None: the model's default, chosen by the
+            grid search in ``docs/agents.md`` (linear 0.3, glm 0.5).
         inverse_temperature: Inverse temperature ``beta`` (> 0); the chain targets
-            ``exp(-beta L_t)``. See :func:`paper_inverse_temperature` for the paper's scaling.
+            ``exp(-beta L_t)``. None: the model's default (linear 10, glm 30). See
+            :func:`paper_inverse_temperature` for the paper's scaling.
         n_inner_steps: Langevin steps per round ``K_t`` (>= 1).
         lambda_reg: Ridge weight ``lambda`` (> 0) of the loss.
         step_schedule: ``"inverse_t"`` (``eta_t = eta_0 / t``) or ``"constant"`` (``eta_t = eta_0``).
@@ -77,8 +79,8 @@ class LMCTS(BanditAgent):
         env: gym.Env | gym.vector.VectorEnv | None = None,
         *,
         model: str = "linear",
-        step_size: float = 0.5,
-        inverse_temperature: float = 50.0,
+        step_size: float | None = None,
+        inverse_temperature: float | None = None,
         n_inner_steps: int = 100,
         lambda_reg: float = 1.0,
         step_schedule: str = "inverse_t",
@@ -94,8 +96,12 @@ class LMCTS(BanditAgent):
         if step_schedule not in STEP_SCHEDULES:
             raise ValueError(f"step_schedule must be one of {list(STEP_SCHEDULES)}, got {step_schedule!r}")
         self.model_name, self.step_schedule = model, step_schedule
-        self.step_size = check_positive("step_size", step_size)
-        self.inverse_temperature = check_positive("inverse_temperature", inverse_temperature)
+        model_class = MODELS[model]
+        self.step_size = check_positive("step_size", model_class.default_step_size if step_size is None else step_size)
+        self.inverse_temperature = check_positive(
+            "inverse_temperature",
+            model_class.default_inverse_temperature if inverse_temperature is None else inverse_temperature,
+        )
         self.n_inner_steps = check_int("n_inner_steps", n_inner_steps)
         self.lambda_reg = check_positive("lambda_reg", lambda_reg)
         if batch_size is not None:
