@@ -133,7 +133,7 @@ class LinTS(_RidgeAgent):
 
     state_names = (*_RidgeAgent.state_names, "design", "design_cholesky")
 
-    def __init__(self, env=None, *, exploration_scale: float = 0.05, lambda_reg: float = 1.0,
+    def __init__(self, env=None, *, exploration_scale: float = 0.02, lambda_reg: float = 1.0,
                  horizon: int | None = None, seed=None, device="auto", n_arms=None, dim=None,
                  num_replicas=None) -> None:
         super().__init__(env, lambda_reg=lambda_reg, seed=seed, device=device, n_arms=n_arms, dim=dim,
@@ -192,7 +192,7 @@ class EpsGreedy(_RidgeAgent):
         Xu et al. (2022), "Langevin Monte Carlo for contextual bandits", Section 5.
     """
 
-    def __init__(self, env=None, *, exploration_scale: float = 1.0, lambda_reg: float = 1.0, seed=None,
+    def __init__(self, env=None, *, exploration_scale: float = 0.3, lambda_reg: float = 1.0, seed=None,
                  device="auto", n_arms=None, dim=None, num_replicas=None) -> None:
         super().__init__(env, lambda_reg=lambda_reg, seed=seed, device=device, n_arms=n_arms, dim=dim,
                          num_replicas=num_replicas)
