@@ -160,7 +160,7 @@ class UCBGLM(_LogisticAgent):
 
     state_names = (*_LogisticAgent.state_names, "design_inverse")
 
-    def __init__(self, env=None, *, exploration_scale: float = 0.5, lambda_reg: float = 1.0,
+    def __init__(self, env=None, *, exploration_scale: float = 1.0, lambda_reg: float = 1.0,
                  n_explore_rounds: int = 0, n_mle_steps: int = 3, seed=None, device="auto", n_arms=None,
                  dim=None, num_replicas=None) -> None:
         super().__init__(env, lambda_reg=lambda_reg, n_explore_rounds=n_explore_rounds, n_mle_steps=n_mle_steps,
@@ -213,7 +213,7 @@ class GLMTSL(_LogisticAgent):
 
     state_names = (*_LogisticAgent.state_names, "hessian_cholesky")
 
-    def __init__(self, env=None, *, exploration_scale: float = 0.5, lambda_reg: float = 1.0,
+    def __init__(self, env=None, *, exploration_scale: float = 0.1, lambda_reg: float = 1.0,
                  n_explore_rounds: int = 0, n_mle_steps: int = 3, seed=None, device="auto", n_arms=None,
                  dim=None, num_replicas=None) -> None:
         super().__init__(env, lambda_reg=lambda_reg, n_explore_rounds=n_explore_rounds, n_mle_steps=n_mle_steps,
@@ -279,7 +279,7 @@ class SGDTS(_LogisticAgent):
                    "design", "design_cholesky")
     _initial_mle_steps = 50  # bound-optimisation steps at round tau (error factor ~0.21 per step)
 
-    def __init__(self, env=None, *, exploration_scale: float = 0.1, step_size: float = 1.0,
+    def __init__(self, env=None, *, exploration_scale: float = 0.1, step_size: float = 3.0,
                  n_explore_rounds: int | None = None, projection_radius: float = 2.0, lambda_reg: float = 1.0,
                  seed=None, device="auto", n_arms=None, dim=None, num_replicas=None) -> None:
         super().__init__(env, lambda_reg=lambda_reg, n_explore_rounds=0, n_mle_steps=1, seed=seed,

@@ -34,9 +34,10 @@ GRIDS = {
         "envs": ["LogisticBandit-v0"],
         "agents": [
             (UniformRandom, {}),
-            *[(UCBGLM, {"exploration_scale": c}) for c in (0.1, 0.25, 0.5, 1.0)],
-            *[(GLMTSL, {"exploration_scale": c}) for c in (0.1, 0.25, 0.5, 1.0)],
-            *[(SGDTS, {"exploration_scale": c, "step_size": s}) for c in (0.02, 0.1, 0.3) for s in (0.1, 1.0)],
+            *[(UCBGLM, {"exploration_scale": c}) for c in (0.1, 0.25, 0.5, 1.0, 2.0)],
+            *[(GLMTSL, {"exploration_scale": c}) for c in (0.03, 0.1, 0.25, 0.5, 1.0)],
+            *[(SGDTS, {"exploration_scale": c, "step_size": s})
+              for c in (0.02, 0.1, 0.3) for s in (0.1, 1.0, 3.0, 10.0)],
         ],
     },
 }
