@@ -102,7 +102,7 @@ class BanditSimulator(ABC):
     def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Play ``actions`` ``(R,)`` int64 in the current round; return ``(rewards, regret)``, both ``(R,)``."""
         chosen = self.expected.gather(1, actions[:, None]).squeeze(1)  # (R,)
-        regret = self.expected.max(dim=1).values - chosen  # (R,), exactly 0 for the best arm
+        regret = self.expected.amax(dim=1) - chosen  # (R,), exactly 0 for the best arm
         rewards = self._sample_rewards(chosen, self.t)  # (R,)
         self.t += 1
         # The round after the horizon is observed too, so that the final observation

@@ -110,7 +110,10 @@ class LogisticBanditSimulator(SyntheticBanditSimulator):
     reward_low, reward_high = 0.0, 1.0
 
     def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self._linear_scores(contexts))
+        # torch's float32 sigmoid rounds differently in its SIMD body and its scalar tail, so a
+        # replica's value would depend on the batch size; in float64, rounded to float32, the two
+        # paths agree (they differ by ~1e-16, a float32 rounding boundary is hit with p ~ 1e-8).
+        return torch.sigmoid(self._linear_scores(contexts).double()).float()
 
     def _sample_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
         u = _rng.uniform(self.keys, _rng.STREAM_REWARD, t, ())  # (R,)
