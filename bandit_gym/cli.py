@@ -1,5 +1,6 @@
 """The ``bandit-gym`` command line: one argparse subcommand per verb.
 
+    bandit-gym demo [--env ID] [--rounds T] [--seeds R] [--agents NAME ...]
     bandit-gym download NAME [NAME ...] [--cache-dir DIR]
 
 To add a verb, write ``_add_<verb>(subparsers)`` that registers its parser with
@@ -58,9 +59,19 @@ def _run_download(args: argparse.Namespace) -> int:
     return status
 
 
+def _add_demo(subparsers: argparse._SubParsersAction) -> None:
+    from bandit_gym import demo
+
+    parser = subparsers.add_parser("demo", help="run the default experiment and print each agent's regret",
+                                   description=demo.__doc__.splitlines()[0])
+    demo.add_arguments(parser)
+    parser.set_defaults(run=demo.run_from_args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bandit-gym", description="Contextual bandits as Gymnasium environments.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_demo(subparsers)
     _add_download(subparsers)
     return parser
 

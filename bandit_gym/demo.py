@@ -35,17 +35,27 @@ def run(env_id: str, agent_names: list[str], rounds: int, seeds: int, seed: int 
     return rows
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Run a few agents on a synthetic bandit and print their regret.")
-    parser.add_argument("--env", default="LinearBandit-v0")
-    parser.add_argument("--rounds", type=int, default=2000)
-    parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--agents", nargs="+", default=[a for a in DEFAULT_AGENTS if hasattr(agent_zoo, a)])
-    args = parser.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The demo's options (shared by ``python -m bandit_gym.demo`` and ``bandit-gym demo``)."""
+    parser.add_argument("--env", default="LinearBandit-v0", help="a registered env id")
+    parser.add_argument("--rounds", type=int, default=2000, help="rounds per run (default 2000)")
+    parser.add_argument("--seeds", type=int, default=10, help="independent runs, simulated as one batch (default 10)")
+    parser.add_argument("--agents", nargs="+", default=[a for a in DEFAULT_AGENTS if hasattr(agent_zoo, a)],
+                        help=f"agent class names (default {' '.join(DEFAULT_AGENTS)})")
+
+
+def run_from_args(args: argparse.Namespace) -> int:
     print(f"{args.env}: {args.seeds} seeds x {args.rounds} rounds, cumulative regret (mean +- s.e.)")
     for row in run(args.env, args.agents, args.rounds, args.seeds):
         print(f"  {row['agent']:<14} {row['regret_mean']:9.1f} +- {row['regret_sem']:6.1f}   ({row['seconds']:.1f} s)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run a few agents on a synthetic bandit and print their regret.")
+    add_arguments(parser)
+    return run_from_args(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
