@@ -178,7 +178,7 @@ class LogisticModel(RewardModel):
     """
 
     supports_minibatch = True
-    default_step_size = 0.5
+    default_step_size = 0.9
     default_inverse_temperature = 30.0
 
     def __init__(self, num_replicas: int, dim: int, lambda_reg: float, device: torch.device,

@@ -51,7 +51,7 @@ class LMCTS(BanditAgent):
             ``b_t``; an inner step is ``O(d^2)`` whatever the history) or ``"glm"``
             (logistic negative log-likelihood).
         step_size: Initial step size ``eta_0`` (> 0). None: the model's default, chosen by the
-            grid search in ``docs/agents.md`` (linear 0.3, glm 0.5).
+            grid search in ``docs/agents.md`` (linear 0.3, glm 0.9).
         inverse_temperature: Inverse temperature ``beta`` (> 0); the chain targets
             ``exp(-beta L_t)``. None: the model's default (linear 10, glm 30). See
             :func:`paper_inverse_temperature` for the paper's scaling.
