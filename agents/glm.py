@@ -50,7 +50,7 @@ class _LogisticAgent(BanditAgent):
     state_names = ("history_contexts", "history_rewards", "theta_hat", "bound_inverse")
     _initial_capacity = _math.ROW_MULTIPLE  # doubles when full, so always a multiple of it
 
-    def __init__(self, env=None, *, lambda_reg: float = 1.0, n_explore_rounds: int = 0, n_mle_steps: int = 3,
+    def __init__(self, env=None, *, lambda_reg: float = 1.0, n_explore_rounds: int = 0, n_mle_steps: int = 2,
                  seed=None, device="auto", n_arms=None, dim=None, num_replicas=None) -> None:
         super().__init__(env, seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
         self.lambda_reg = check_positive("lambda_reg", lambda_reg)
@@ -161,7 +161,7 @@ class UCBGLM(_LogisticAgent):
     state_names = (*_LogisticAgent.state_names, "design_inverse")
 
     def __init__(self, env=None, *, exploration_scale: float = 1.0, lambda_reg: float = 1.0,
-                 n_explore_rounds: int = 0, n_mle_steps: int = 3, seed=None, device="auto", n_arms=None,
+                 n_explore_rounds: int = 0, n_mle_steps: int = 2, seed=None, device="auto", n_arms=None,
                  dim=None, num_replicas=None) -> None:
         super().__init__(env, lambda_reg=lambda_reg, n_explore_rounds=n_explore_rounds, n_mle_steps=n_mle_steps,
                          seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
@@ -214,7 +214,7 @@ class GLMTSL(_LogisticAgent):
     state_names = (*_LogisticAgent.state_names, "hessian_cholesky")
 
     def __init__(self, env=None, *, exploration_scale: float = 0.1, lambda_reg: float = 1.0,
-                 n_explore_rounds: int = 0, n_mle_steps: int = 3, seed=None, device="auto", n_arms=None,
+                 n_explore_rounds: int = 0, n_mle_steps: int = 2, seed=None, device="auto", n_arms=None,
                  dim=None, num_replicas=None) -> None:
         super().__init__(env, lambda_reg=lambda_reg, n_explore_rounds=n_explore_rounds, n_mle_steps=n_mle_steps,
                          seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
