@@ -155,6 +155,17 @@ def test_lmcts_save_load_round_trip_continues_identically(config, tmp_path):
     torch.testing.assert_close(loaded.theta, agent.theta, rtol=0, atol=0)
 
 
+def test_lmcts_predict_does_not_change_the_agent():
+    env = gym.make("LinearBandit-v0", **SMALL)
+    agent = LMCTS(env, seed=4, device="cpu").learn(env, total_timesteps=10)
+    theta, t = agent.theta.clone(), agent.t
+    obs, _ = env.reset(seed=9)
+    first = [agent.predict(obs)[0] for _ in range(3)]
+    assert first[0] == first[1] == first[2] and np.asarray(first[0]).shape == ()
+    torch.testing.assert_close(agent.theta, theta, rtol=0, atol=0)
+    assert agent.t == t
+
+
 def test_lmcts_learns_on_a_vector_env_with_total_timesteps():
     venv = gym.make_vec("LinearBandit-v0", num_envs=3, vectorization_mode="vector_entry_point", device="cpu", **SMALL)
     agent = LMCTS(venv, seed=0, device="cpu").learn(venv, total_timesteps=25)
