@@ -72,6 +72,21 @@ def sigmoid(z: torch.Tensor) -> torch.Tensor:
     return torch.sigmoid(z)[..., :n]
 
 
+def inverse_cholesky_factor(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``S = L^-T`` with ``L L^T = M``, so ``S S^T = M^-1``: ``(R, d, d) -> (R, d, d), info (R,)``.
+
+    ``theta + S z`` with ``z ~ N(0, I)`` then has covariance ``M^-1`` (draw it with :func:`matvec`).
+    Factoring ``M`` itself (not a running inverse) keeps the draw as accurate as ``M``. ``L^-1``
+    comes from a triangular solve against the identity: that LAPACK call (like the Cholesky)
+    gives each replica the same bits whatever R, which a solve against a single vector does
+    not (measured: it differs for d = 9, 21, 33, 50, 63). ``info`` is nonzero where ``M`` is
+    not positive definite.
+    """
+    lower, info = torch.linalg.cholesky_ex(matrix)  # (R, d, d), (R,)
+    eye = torch.eye(matrix.shape[-1], dtype=matrix.dtype, device=matrix.device).expand_as(matrix)
+    return torch.linalg.solve_triangular(lower, eye, upper=False).mT, info
+
+
 def chosen_rows(contexts: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """Features of the played arms: ``(R, K, d), (R,) -> (R, d)``."""
     return contexts.gather(1, actions[:, None, None].expand(-1, 1, contexts.shape[2]))[:, 0]

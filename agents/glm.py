@@ -127,8 +127,9 @@ class _LogisticAgent(BanditAgent):
         u = self._explore_draws(self.keys, self.t)  # (R,)
         return (u * self.n_arms).long().clamp_(max=self.n_arms - 1)
 
-    def _cholesky(self, matrix: torch.Tensor, what: str) -> torch.Tensor:
-        factor, info = torch.linalg.cholesky_ex(matrix)  # (R, d, d), (R,)
+    def _inverse_factor(self, matrix: torch.Tensor, what: str) -> torch.Tensor:
+        """``S`` with ``S S^T = matrix^-1`` (see ``_math.inverse_cholesky_factor``), ``(R, d, d)``."""
+        factor, info = _math.inverse_cholesky_factor(matrix)  # (R, d, d), (R,)
         if bool((info != 0).any()):
             self._check_finite(matrix, what)
             raise RuntimeError(f"{type(self).__name__}: {what} is not positive definite in round {self.t}")
@@ -195,8 +196,9 @@ class GLMTSL(_LogisticAgent):
     ``theta_t ~ N(theta_hat, a^2 H^-1)`` with ``theta_hat`` the penalised MLE and
     ``H = lambda I + sum_i mu'(x_i^T theta_hat) x_i x_i^T`` the Hessian of the penalised NLL
     at it, and plays ``argmax_x x^T theta_t``. The draw is ``theta_hat + a L^-T z`` with
-    ``L L^T = H`` (Cholesky, then a triangular solve). The Hessian is rebuilt from the whole
-    history every round, as the algorithm requires: ``O(t d^2)`` per round.
+    ``L L^T = H`` (``L^-T`` formed after each update by ``_math.inverse_cholesky_factor``).
+    The Hessian is rebuilt from the whole history every round, as the algorithm requires:
+    ``O(t d^2)`` per round.
 
     Args:
         env: The env, or None with ``n_arms``, ``dim`` (and ``num_replicas``).
@@ -211,7 +213,7 @@ class GLMTSL(_LogisticAgent):
         exploration in generalized linear bandits", Algorithm GLM-TSL.
     """
 
-    state_names = (*_LogisticAgent.state_names, "hessian_cholesky")
+    state_names = (*_LogisticAgent.state_names, "sampling_factor")
 
     def __init__(self, env=None, *, exploration_scale: float = 0.1, lambda_reg: float = 1.0,
                  n_explore_rounds: int = 0, n_mle_steps: int = 2, seed=None, device="auto", n_arms=None,
@@ -220,7 +222,8 @@ class GLMTSL(_LogisticAgent):
                          seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
         self.exploration_scale = check_positive("exploration_scale", exploration_scale, allow_zero=True)
         eye = torch.eye(self.dim, device=self.device)
-        self.hessian_cholesky = (math.sqrt(self.lambda_reg) * eye).expand(self.num_replicas, self.dim, self.dim).clone()
+        # S = L^-T with L L^T = H, so S S^T = H^-1 (R, d, d)
+        self.sampling_factor = (eye / math.sqrt(self.lambda_reg)).expand(self.num_replicas, self.dim, self.dim).clone()
         self._normals = _math.BlockDraws("normal", _rng_streams.SAMPLE, (self.dim,))
 
     def hyperparameters(self) -> dict[str, Any]:
@@ -229,8 +232,7 @@ class GLMTSL(_LogisticAgent):
     def sample_theta(self) -> torch.Tensor:
         """This round's draw ``theta_t ~ N(theta_hat, a^2 H^-1)``, ``(R, d)``; no state change."""
         z = self._normals(self.keys, self.t)  # (R, d)
-        u = torch.linalg.solve_triangular(self.hessian_cholesky.mT, z[:, :, None], upper=True)[:, :, 0]  # (R, d)
-        return self.theta_hat + self.exploration_scale * u
+        return self.theta_hat + self.exploration_scale * _math.matvec(self.sampling_factor, z)  # (R, d)
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
         if self.t <= self.n_explore_rounds:
@@ -242,7 +244,7 @@ class GLMTSL(_LogisticAgent):
         self._append(_math.chosen_rows(contexts, actions), rewards)
         self._mle_steps(self.n_mle_steps, self.t)  # the history now holds t observations
         if self.t >= self.n_explore_rounds and self.exploration_scale > 0:  # next round samples
-            self.hessian_cholesky = self._cholesky(self.hessian(self.theta_hat, self.t), "the Hessian H")
+            self.sampling_factor = self._inverse_factor(self.hessian(self.theta_hat, self.t), "the Hessian H")
 
 
 class SGDTS(_LogisticAgent):
@@ -255,7 +257,7 @@ class SGDTS(_LogisticAgent):
     epoch's ``tau`` observations at ``theta_tilde``, projected onto the ball of radius
     ``projection_radius`` around ``theta_hat_tau``; ``theta_bar`` is the running mean of the
     iterates. Each round draws ``theta_t ~ N(theta_bar, g^2 V^-1)``, ``V = lambda I + sum x x^T``
-    (Cholesky of ``V``, triangular solve), and plays ``argmax_x x^T theta_t``. Per round: O(d^3)
+    (``L^-T`` with ``L L^T = V``, as in :class:`LinTS`), and plays ``argmax_x x^T theta_t``. Per round: O(d^3)
     for the Cholesky factor, nothing that grows with ``t``.
 
     Ding et al.'s code samples from an isotropic ``N(theta_bar, (2 g_1^2 + 2 g_2^2) I / j)``;
@@ -276,7 +278,7 @@ class SGDTS(_LogisticAgent):
     """
 
     state_names = (*_LogisticAgent.state_names, "anchor", "theta_tilde", "theta_bar", "epoch_gradient",
-                   "design", "design_cholesky")
+                   "design", "sampling_factor")
     _initial_mle_steps = 50  # bound-optimisation steps at round tau (error factor ~0.21 per step)
 
     def __init__(self, env=None, *, exploration_scale: float = 0.1, step_size: float = 3.0,
@@ -294,7 +296,7 @@ class SGDTS(_LogisticAgent):
         self.anchor, self.theta_tilde, self.theta_bar, self.epoch_gradient = (zeros.clone() for _ in range(4))
         eye = torch.eye(d, device=self.device)
         self.design = (self.lambda_reg * eye).expand(R, d, d).clone()  # V (R, d, d)
-        self.design_cholesky = (math.sqrt(self.lambda_reg) * eye).expand(R, d, d).clone()
+        self.sampling_factor = (eye / math.sqrt(self.lambda_reg)).expand(R, d, d).clone()  # S S^T = V^-1
         self._normals = _math.BlockDraws("normal", _rng_streams.SAMPLE, (d,))
 
     def hyperparameters(self) -> dict[str, Any]:
@@ -305,8 +307,7 @@ class SGDTS(_LogisticAgent):
     def sample_theta(self) -> torch.Tensor:
         """This round's draw ``theta_t ~ N(theta_bar, g^2 V^-1)``, ``(R, d)``; no state change."""
         z = self._normals(self.keys, self.t)  # (R, d)
-        u = torch.linalg.solve_triangular(self.design_cholesky.mT, z[:, :, None], upper=True)[:, :, 0]  # (R, d)
-        return self.theta_bar + self.exploration_scale * u
+        return self.theta_bar + self.exploration_scale * _math.matvec(self.sampling_factor, z)  # (R, d)
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
         if self.t <= self.n_explore_rounds:
@@ -318,7 +319,7 @@ class SGDTS(_LogisticAgent):
         x = _math.chosen_rows(contexts, actions)  # (R, d)
         tau, t = self.n_explore_rounds, self.t
         self.design = self.design + x[:, :, None] * x[:, None, :]  # (R, d, d)
-        self.design_cholesky = self._cholesky(self.design, "the design matrix V")
+        self.sampling_factor = self._inverse_factor(self.design, "the design matrix V")
         if t <= tau:
             self._append(x, rewards)
             if t == tau:  # theta_hat_tau: the penalised MLE of the random rounds

@@ -113,9 +113,9 @@ class LinTS(_RidgeAgent):
     """Linear Thompson sampling: play the best arm for a draw from ``N(theta_hat, v^2 V^-1)``.
 
     Round ``t`` draws ``theta_t = theta_hat + v L^-T z`` with ``z ~ N(0, I)`` and
-    ``L L^T = V`` (Cholesky factor of the design matrix, recomputed from the exactly
-    accumulated ``V`` after each update, then a triangular solve): the covariance is
-    ``v^2 (L L^T)^-1 = v^2 V^-1``. Factoring ``V`` (eigenvalues >= lambda, built by
+    ``L L^T = V``: after each update ``V`` is factored and ``L^-T`` formed by a triangular
+    solve (``_math.inverse_cholesky_factor``), so the draw is one matrix-vector product and
+    its covariance is ``v^2 (L L^T)^-1 = v^2 V^-1``. Factoring ``V`` (eigenvalues >= lambda, built by
     plain sums) rather than the Sherman-Morrison ``V^-1`` keeps the draw exact up to
     float32 rounding however long the run. ``v = c sqrt(d log T)`` with ``T`` the horizon.
 
@@ -131,7 +131,7 @@ class LinTS(_RidgeAgent):
         Xu et al. (2022), "Langevin Monte Carlo for contextual bandits", Section 5.
     """
 
-    state_names = (*_RidgeAgent.state_names, "design", "design_cholesky")
+    state_names = (*_RidgeAgent.state_names, "design", "sampling_factor")
 
     def __init__(self, env=None, *, exploration_scale: float = 0.02, lambda_reg: float = 1.0,
                  horizon: int | None = None, seed=None, device="auto", n_arms=None, dim=None,
@@ -147,7 +147,8 @@ class LinTS(_RidgeAgent):
         self.posterior_scale = self.exploration_scale * math.sqrt(self.dim * math.log(self.horizon))
         R, d = self.num_replicas, self.dim
         self.design = (self.lambda_reg * torch.eye(d, device=self.device)).expand(R, d, d).clone()  # V (R, d, d)
-        self.design_cholesky = math.sqrt(self.lambda_reg) * torch.eye(d, device=self.device).expand(R, d, d).clone()
+        # S = L^-T with L L^T = V, so S S^T = V^-1 (R, d, d)
+        self.sampling_factor = torch.eye(d, device=self.device).expand(R, d, d) / math.sqrt(self.lambda_reg)
         self._normals = _math.BlockDraws("normal", _rng_streams.SAMPLE, (d,))  # z for each round
 
     def hyperparameters(self) -> dict[str, Any]:
@@ -156,8 +157,7 @@ class LinTS(_RidgeAgent):
     def sample_theta(self) -> torch.Tensor:
         """This round's posterior draw ``theta_t ~ N(theta_hat, v^2 V^-1)``, ``(R, d)``; no state change."""
         z = self._normals(self.keys, self.t)  # (R, d)
-        # L^T u = z  =>  u = L^-T z ~ N(0, (L L^T)^-1) = N(0, V^-1).
-        u = torch.linalg.solve_triangular(self.design_cholesky.mT, z[:, :, None], upper=True)[:, :, 0]  # (R, d)
+        u = _math.matvec(self.sampling_factor, z)  # L^-T z ~ N(0, (L L^T)^-1) = N(0, V^-1) (R, d)
         return self.theta_hat + self.posterior_scale * u
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
@@ -167,7 +167,7 @@ class LinTS(_RidgeAgent):
     def _ridge_update(self, x: torch.Tensor, rewards: torch.Tensor) -> None:
         super()._ridge_update(x, rewards)
         self.design = self.design + x[:, :, None] * x[:, None, :]  # (R, d, d)
-        self.design_cholesky, info = torch.linalg.cholesky_ex(self.design)  # (R, d, d), (R,)
+        self.sampling_factor, info = _math.inverse_cholesky_factor(self.design)  # (R, d, d), (R,)
         if bool((info != 0).any()):
             self._check_finite(self.design, "the design matrix V")
             raise RuntimeError(f"LinTS: the design matrix V is not positive definite in round {self.t}")

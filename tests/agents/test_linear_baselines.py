@@ -239,3 +239,16 @@ def test_random_argmax_matches_the_drawn_tie_break_with_and_without_ties():
     keys = _rng.seed_to_key(torch.arange(4000))
     wins = torch.bincount(_math.random_argmax(torch.zeros(4000, 7), keys, 16, 1), minlength=7) / 4000
     assert (wins - 1 / 7).abs().max() < 5 * math.sqrt((1 / 7) * (6 / 7) / 4000)
+
+
+def test_lints_batched_draw_equals_single_run_for_odd_dimension():
+    """d = 21: a triangular solve against one vector gives batch-size-dependent bits there;
+    the draw must still be a per-replica function of the replica's data and seed."""
+    R, K, d = 10, 4, 21
+    _, contexts, actions, _, rewards = _noise_free_rounds(30, R, K, d, seed=12)
+    batched = LinTS(None, n_arms=K, dim=d, num_replicas=R, seed=3, horizon=100, exploration_scale=0.5)
+    _feed(batched, contexts, actions, rewards)
+    for r in (0, 7, R - 1):
+        single = LinTS(None, n_arms=K, dim=d, seed=3 + r, horizon=100, exploration_scale=0.5)
+        _feed(single, contexts[:, r], actions[:, r], rewards[:, r])
+        assert torch.equal(single.sample_theta()[0], batched.sample_theta()[r])
