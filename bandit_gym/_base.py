@@ -263,9 +263,9 @@ class BanditVectorEnv(VectorEnv):
         if actions.dtype == torch.bool or actions.is_floating_point() or actions.is_complex():
             raise ValueError(f"actions must have an integer dtype, got {actions.dtype}")
         actions = actions.to(self.device, torch.int64)
-        bad = (actions < 0) | (actions >= self.n_arms)
-        if bool(bad.any()):
-            i = int(bad.nonzero()[0, 0])
+        low, high = torch.aminmax(actions)
+        if int(low) < 0 or int(high) >= self.n_arms:
+            i = int(((actions < 0) | (actions >= self.n_arms)).nonzero()[0, 0])
             raise ValueError(f"actions must be arm indices in [0, {self.n_arms}); replica {i} got {int(actions[i])}")
         return actions
 

@@ -24,10 +24,14 @@ from bandit_gym._base import (
 PAPER_NOISE_STD = math.sqrt(0.5)
 
 
+def _unit_norm(z: torch.Tensor) -> torch.Tensor:
+    """Scale to unit norm along the last axis (``N(0, I)`` draws become uniform on the sphere)."""
+    return z / torch.linalg.vector_norm(z, dim=-1, keepdim=True)
+
+
 def _unit_normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
     """Draws of ``N(0, I)`` scaled to unit norm along the last axis, ``(R, *shape)``."""
-    z = _rng.normal(keys, stream, counter, shape)
-    return z / torch.linalg.vector_norm(z, dim=-1, keepdim=True)
+    return _unit_norm(_rng.normal(keys, stream, counter, shape))
 
 
 class SyntheticBanditSimulator(BanditSimulator):
@@ -45,6 +49,7 @@ class SyntheticBanditSimulator(BanditSimulator):
     """
 
     feature_low, feature_high = -1.0, 1.0
+    _reward_kind = "normal"  # what the per-round reward draws are (Gaussian noise or a uniform coin)
 
     def __init__(
         self,
@@ -71,6 +76,12 @@ class SyntheticBanditSimulator(BanditSimulator):
         self.instance_seed = instance_seed
         self.theta: torch.Tensor | None = None  # (R or 1, d)
         self.fixed_arms: torch.Tensor | None = None  # (R or 1, K, d)
+        # Per-round draws fetched several rounds per generator call (same numbers, less overhead);
+        # the block sizes are part of the seed derivation, so they depend on nothing but the shape.
+        context_block = max(1, 8192 // (self.n_arms * self.dim))
+        self._context_draws = _rng.BlockDraws("normal", _rng.STREAM_CONTEXT, (self.n_arms, self.dim), context_block,
+                                              transform=_unit_norm)
+        self._reward_draws = _rng.BlockDraws(self._reward_kind, _rng.STREAM_REWARD, (), block=256)
 
     def _new_episode(self) -> None:
         if self.instance_seed is None:
@@ -85,14 +96,13 @@ class SyntheticBanditSimulator(BanditSimulator):
     def _contexts(self, t: int) -> torch.Tensor:
         if not self.changing_arms:
             return self.fixed_arms.clone()  # a new array each round: callers may keep or modify it
-        return _unit_normal(self.keys, _rng.STREAM_CONTEXT, t, (self.n_arms, self.dim))  # (R, K, d)
+        return self._context_draws(self.keys, t).clone()  # (R, K, d), a new array each round
 
     def _linear_scores(self, contexts: torch.Tensor) -> torch.Tensor:
         return (contexts * self.theta[:, None, :]).sum(dim=-1)  # (R, K)
 
     def _gaussian_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
-        noise = _rng.normal(self.keys, _rng.STREAM_REWARD, t, ())  # (R,)
-        return chosen_mean + self.noise_std * noise
+        return chosen_mean + self.noise_std * self._reward_draws(self.keys, t)  # (R,)
 
 
 class LinearBanditSimulator(SyntheticBanditSimulator):
@@ -108,6 +118,7 @@ class LogisticBanditSimulator(SyntheticBanditSimulator):
     """Bernoulli rewards ``r ~ Bernoulli(sigmoid(x . theta*))``."""
 
     reward_low, reward_high = 0.0, 1.0
+    _reward_kind = "uniform"
 
     def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
         # torch's float32 sigmoid rounds differently in its SIMD body and its scalar tail, so a
@@ -116,8 +127,7 @@ class LogisticBanditSimulator(SyntheticBanditSimulator):
         return torch.sigmoid(self._linear_scores(contexts).double()).float()
 
     def _sample_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
-        u = _rng.uniform(self.keys, _rng.STREAM_REWARD, t, ())  # (R,)
-        return (u < chosen_mean).to(torch.float32)
+        return (self._reward_draws(self.keys, t) < chosen_mean).to(torch.float32)  # (R,)
 
 
 class QuadraticBanditSimulator(SyntheticBanditSimulator):
