@@ -40,7 +40,10 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--seconds", type=float, default=2.0, help="minimum timing per measurement")
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 64, 1024])
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     args = parser.parse_args()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     print(f"bandit_gym {bandit_gym.__version__}, torch {torch.__version__}, threads {torch.get_num_threads()}, device {device}")
     print(f"{'R':>6} {'native steps/s':>15} {'sync steps/s':>13} {'native/sync':>11} "
