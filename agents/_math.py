@@ -43,13 +43,14 @@ def random_argmax(values: torch.Tensor, keys: torch.Tensor, stream: int, counter
     skipped when no row has a tie (they could not change the answer): that saves
     the ~100 us of a draw in almost every round of continuous-valued scores.
     """
+    if values.device.type == "cpu" and values.shape[1] >= 2:
+        top = values.topk(2, dim=1)  # the two largest per row: values, indices (R, 2)
+        if bool((top.values[:, 0] > top.values[:, 1]).all()):
+            return top.indices[:, 0]  # every row has a unique maximiser
     best = values.max(dim=1, keepdim=True).values  # (R, 1)
-    is_best = values == best  # (R, K)
-    if values.device.type == "cpu" and not bool((is_best.sum(dim=1) > 1).any()):
-        return is_best.to(torch.uint8).argmax(dim=1)  # the unique maximiser of each row
     noise = _rng.uniform(keys, stream, counter, (values.shape[1],)).to(values.device)  # (R, K)
     # Among the maximisers pick the one with the largest uniform draw.
-    return torch.where(is_best, noise, torch.full_like(noise, -1.0)).argmax(dim=1)
+    return torch.where(values == best, noise, torch.full_like(noise, -1.0)).argmax(dim=1)
 
 
 #: Rows handed to elementwise transcendental kernels are padded to a multiple of this length.
