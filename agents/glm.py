@@ -161,7 +161,7 @@ class UCBGLM(_LogisticAgent):
 
     state_names = (*_LogisticAgent.state_names, "design_inverse")
 
-    def __init__(self, env=None, *, exploration_scale: float = 1.0, lambda_reg: float = 1.0,
+    def __init__(self, env=None, *, exploration_scale: float = 0.5, lambda_reg: float = 1.0,
                  n_explore_rounds: int = 0, n_mle_steps: int = 2, seed=None, device="auto", n_arms=None,
                  dim=None, num_replicas=None) -> None:
         super().__init__(env, lambda_reg=lambda_reg, n_explore_rounds=n_explore_rounds, n_mle_steps=n_mle_steps,
