@@ -93,33 +93,3 @@ def chosen_rows(contexts: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     return contexts.gather(1, actions[:, None, None].expand(-1, 1, contexts.shape[2]))[:, 0]
 
 
-class BlockDraws:
-    """Per-round random draws fetched ``block`` rounds at a time: ``draws(keys, t) -> (R, *shape)``.
-
-    Round ``t`` gets row ``t % block`` of the block drawn with counter ``t // block``
-    from ``stream``. That is still a pure function of (replica key, stream, t), so the
-    cache changes nothing but speed: every ``bandit_gym._rng`` call costs ~100-200 us on
-    CPU whatever its size, and this pays it once per ``block`` rounds instead of every round.
-
-    Args:
-        kind: ``"normal"`` (standard normal) or ``"uniform"`` (``[0, 1)``).
-        stream: Stream id from ``agents._rng_streams``; use it for nothing else in the agent.
-        shape: Shape of one round's draw per replica.
-        block: Rounds per ``_rng`` call.
-    """
-
-    def __init__(self, kind: str, stream: int, shape: tuple[int, ...], block: int = 128) -> None:
-        if kind not in ("normal", "uniform"):
-            raise ValueError(f"kind must be 'normal' or 'uniform', got {kind!r}")
-        self._draw = _rng.normal if kind == "normal" else _rng.uniform
-        self.stream, self.shape, self.block = stream, tuple(shape), block
-        self._keys: torch.Tensor | None = None
-        self._index = -1
-        self._values: torch.Tensor | None = None  # (R, block, *shape)
-
-    def __call__(self, keys: torch.Tensor, t: int) -> torch.Tensor:
-        index = t // self.block
-        if index != self._index or keys is not self._keys:
-            self._values = self._draw(keys, self.stream, index, (self.block, *self.shape)).to(keys.device)
-            self._index, self._keys = index, keys
-        return self._values[:, t % self.block]

@@ -211,8 +211,8 @@ class BanditAgent(ABC):
             played += 1
             if callback is not None and callback(self, played) is False:
                 break
-            if played < total and bool(np.any(truncated.cpu().numpy() if isinstance(truncated, torch.Tensor)
-                                              else truncated)):
+            ended = truncated.any().item() if isinstance(truncated, torch.Tensor) else np.any(truncated)
+            if played < total and ended:
                 obs, _ = env.reset()
         logs = {"regret": _stack_rows(regrets, played, self.num_replicas, torch.float32),
                 "reward": _stack_rows(rewards_log, played, self.num_replicas, torch.float32),

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from agents import _math, _rng_streams
 from agents.base import BanditAgent, check_int, check_positive
+from bandit_gym import _rng
 
 
 def logistic_nll(contexts: torch.Tensor, rewards: torch.Tensor, theta: torch.Tensor, lambda_reg: float) -> torch.Tensor:
@@ -62,7 +63,7 @@ class _LogisticAgent(BanditAgent):
         self.theta_hat = torch.zeros(R, d, device=self.device)  # MLE estimate (R, d)
         eye = torch.eye(d, device=self.device)
         self.bound_inverse = (eye / self.lambda_reg).expand(R, d, d).clone()  # B^-1 (R, d, d)
-        self._explore_draws = _math.BlockDraws("uniform", _rng_streams.EXPLORE, ())
+        self._explore_draws = _rng.BlockDraws("uniform", _rng_streams.EXPLORE, ())
 
     def hyperparameters(self) -> dict[str, Any]:
         return {"lambda_reg": self.lambda_reg, "n_explore_rounds": self.n_explore_rounds,
@@ -224,7 +225,7 @@ class GLMTSL(_LogisticAgent):
         eye = torch.eye(self.dim, device=self.device)
         # S = L^-T with L L^T = H, so S S^T = H^-1 (R, d, d)
         self.sampling_factor = (eye / math.sqrt(self.lambda_reg)).expand(self.num_replicas, self.dim, self.dim).clone()
-        self._normals = _math.BlockDraws("normal", _rng_streams.SAMPLE, (self.dim,))
+        self._normals = _rng.BlockDraws("normal", _rng_streams.SAMPLE, (self.dim,))
 
     def hyperparameters(self) -> dict[str, Any]:
         return {**super().hyperparameters(), "exploration_scale": self.exploration_scale}
@@ -297,7 +298,7 @@ class SGDTS(_LogisticAgent):
         eye = torch.eye(d, device=self.device)
         self.design = (self.lambda_reg * eye).expand(R, d, d).clone()  # V (R, d, d)
         self.sampling_factor = (eye / math.sqrt(self.lambda_reg)).expand(R, d, d).clone()  # S S^T = V^-1
-        self._normals = _math.BlockDraws("normal", _rng_streams.SAMPLE, (d,))
+        self._normals = _rng.BlockDraws("normal", _rng_streams.SAMPLE, (d,))
 
     def hyperparameters(self) -> dict[str, Any]:
         return {"exploration_scale": self.exploration_scale, "step_size": self.step_size,

@@ -21,6 +21,7 @@ import torch
 
 from agents import _math, _rng_streams
 from agents.base import BanditAgent, check_int, check_positive
+from bandit_gym import _rng
 
 
 def env_horizon(env: gym.Env | gym.vector.VectorEnv | None) -> int | None:
@@ -149,7 +150,7 @@ class LinTS(_RidgeAgent):
         self.design = (self.lambda_reg * torch.eye(d, device=self.device)).expand(R, d, d).clone()  # V (R, d, d)
         # S = L^-T with L L^T = V, so S S^T = V^-1 (R, d, d)
         self.sampling_factor = torch.eye(d, device=self.device).expand(R, d, d) / math.sqrt(self.lambda_reg)
-        self._normals = _math.BlockDraws("normal", _rng_streams.SAMPLE, (d,))  # z for each round
+        self._normals = _rng.BlockDraws("normal", _rng_streams.SAMPLE, (d,))  # z for each round
 
     def hyperparameters(self) -> dict[str, Any]:
         return {**super().hyperparameters(), "exploration_scale": self.exploration_scale, "horizon": self.horizon}
@@ -197,7 +198,7 @@ class EpsGreedy(_RidgeAgent):
         super().__init__(env, lambda_reg=lambda_reg, seed=seed, device=device, n_arms=n_arms, dim=dim,
                          num_replicas=num_replicas)
         self.exploration_scale = check_positive("exploration_scale", exploration_scale, allow_zero=True)
-        self._uniforms = _math.BlockDraws("uniform", _rng_streams.EXPLORE, (2,))  # coin, arm for each round
+        self._uniforms = _rng.BlockDraws("uniform", _rng_streams.EXPLORE, (2,))  # coin, arm for each round
 
     def hyperparameters(self) -> dict[str, Any]:
         return {**super().hyperparameters(), "exploration_scale": self.exploration_scale}

@@ -14,9 +14,10 @@ from typing import Any
 import gymnasium as gym
 import torch
 
-from agents import _math, _rng_streams
+from agents import _rng_streams
 from agents._lmc_models import MODELS
 from agents.base import BanditAgent, DivergenceError, check_int, check_positive
+from bandit_gym import _rng
 
 STEP_SCHEDULES = ("inverse_t", "constant")
 
@@ -120,9 +121,9 @@ class LMCTS(BanditAgent):
         per_round = self.num_replicas * self.n_inner_steps * self.model.n_params
         block = int(min(32, max(1, 2**20 // per_round)))
         steps = self.n_inner_steps
-        self._noise = _math.BlockDraws("normal", _rng_streams.SAMPLE, (steps, self.model.n_params), block)
+        self._noise = _rng.BlockDraws("normal", _rng_streams.SAMPLE, (steps, self.model.n_params), block)
         if batch_size is not None:
-            self._batch_draws = _math.BlockDraws("uniform", _rng_streams.MINIBATCH, (steps, batch_size), block)
+            self._batch_draws = _rng.BlockDraws("uniform", _rng_streams.MINIBATCH, (steps, batch_size), block)
         self._sample(1)  # the parameters of round 1 (a chain on the prior alone)
 
     def hyperparameters(self) -> dict[str, Any]:

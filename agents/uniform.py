@@ -12,9 +12,13 @@ from bandit_gym import _rng
 class UniformRandom(BanditAgent):
     """Plays an arm drawn uniformly at random every round; learns nothing."""
 
+    def __init__(self, env=None, **kwargs) -> None:
+        super().__init__(env, **kwargs)
+        self._uniforms = _rng.BlockDraws("uniform", _rng_streams.EXPLORE, ())  # one u in [0, 1) per round
+
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        u = _rng.uniform(self.keys, _rng_streams.EXPLORE, self.t, ()).to(self.device)  # (R,)
-        return (u * self.n_arms).long().clamp_(max=self.n_arms - 1)
+        u = self._uniforms(self.keys, self.t).double()  # (R,), multiples of 2**-24 below 1
+        return (u * self.n_arms).long()  # exact in float64, so floor(u K) <= K - 1: never clipped
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         pass

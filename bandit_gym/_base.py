@@ -188,7 +188,8 @@ class BanditEnv(gym.Env):
 
     def _info(self) -> dict[str, Any]:
         info = self.sim.info()
-        return {"expected_rewards": info["expected_rewards"][0].numpy(), "optimal_action": int(info["optimal_action"][0])}
+        return {"expected_rewards": info["expected_rewards"][0].numpy(),
+                "optimal_action": int(info["optimal_action"][0])}
 
 
 class BanditVectorEnv(VectorEnv):
@@ -257,7 +258,10 @@ class BanditVectorEnv(VectorEnv):
         if isinstance(actions, np.ndarray):
             actions = torch.from_numpy(actions)
         elif not isinstance(actions, torch.Tensor):
-            raise ValueError(f"actions must be a numpy array or torch tensor of shape ({self.num_envs},), got {type(actions).__name__}")
+            raise ValueError(
+                f"actions must be a numpy array or torch tensor of shape ({self.num_envs},), "
+                f"got {type(actions).__name__}"
+            )
         if actions.shape != (self.num_envs,):
             raise ValueError(f"actions must have shape ({self.num_envs},), got {tuple(actions.shape)}")
         if actions.dtype == torch.bool or actions.is_floating_point() or actions.is_complex():

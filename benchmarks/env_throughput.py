@@ -24,7 +24,11 @@ ENV_ID = "LinearBandit-v0"
 
 
 def per_call_seconds(fn, min_seconds: float) -> float:
-    """Median-free, simple: repeat ``fn`` for at least ``min_seconds`` (after one warm-up)."""
+    """Mean seconds per call of ``fn``, repeated for at least ``min_seconds`` after one warm-up call.
+
+    Note: the native env draws arm features 8 rounds per generator call, so its mean per step
+    includes 1/8 of a block draw; measure for long enough to cover many blocks.
+    """
     fn()
     calls, start = 0, time.perf_counter()
     while True:
@@ -45,31 +49,33 @@ def main() -> None:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    print(f"bandit_gym {bandit_gym.__version__}, torch {torch.__version__}, threads {torch.get_num_threads()}, device {device}")
+    print(f"bandit_gym {bandit_gym.__version__}, torch {torch.__version__}, "
+          f"threads {torch.get_num_threads()}, device {device}")
     print(f"{'R':>6} {'native steps/s':>15} {'sync steps/s':>13} {'native/sync':>11} "
           f"{'floor ms':>9} {'step ms':>8} {'step/floor':>10} {'randn ms':>9}")
     for num in args.replicas:
-        venv = gym.make_vec(ENV_ID, num_envs=num, vectorization_mode="vector_entry_point", device=device)
-        venv.reset(seed=0)
-        actions = torch.zeros(num, dtype=torch.int64, device=device)
-        sync_fn = lambda: venv.step(actions)  # noqa: E731
-        native = per_call_seconds(sync_fn, args.seconds)
+        print(measure(num, device, args.seconds))
 
-        sync = gym.make_vec(ENV_ID, num_envs=num, vectorization_mode="sync")
-        sync.reset(seed=0)
-        np_actions = np.zeros(num, dtype=np.int64)
-        sync_step = per_call_seconds(lambda: sync.step(np_actions), args.seconds)
 
-        keys = _rng.seed_to_key(torch.arange(num)).to(device)
-        counter = iter(range(10**9))
-        shape = (venv.n_arms, venv.dim)
-        floor = per_call_seconds(lambda: _rng.normal(keys, _rng.STREAM_CONTEXT, next(counter), shape), args.seconds)
-        randn = per_call_seconds(lambda: torch.randn(num, *shape, device=device), args.seconds)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        print(f"{num:>6} {num / native:>15,.0f} {num / sync_step:>13,.0f} {sync_step / native:>11.1f} "
-              f"{floor * 1e3:>9.3f} {native * 1e3:>8.3f} {native / floor:>10.2f} {randn * 1e3:>9.3f}")
+def measure(num: int, device: torch.device, seconds: float) -> str:
+    """One table row for ``num`` replicas."""
+    venv = gym.make_vec(ENV_ID, num_envs=num, vectorization_mode="vector_entry_point", device=device)
+    venv.reset(seed=0)
+    actions = torch.zeros(num, dtype=torch.int64, device=device)
+    native = per_call_seconds(lambda: venv.step(actions), seconds)
 
+    sync = gym.make_vec(ENV_ID, num_envs=num, vectorization_mode="sync")
+    sync.reset(seed=0)
+    np_actions = np.zeros(num, dtype=np.int64)
+    sync_step = per_call_seconds(lambda: sync.step(np_actions), seconds)
+
+    keys = _rng.seed_to_key(torch.arange(num)).to(device)
+    counter = iter(range(10**9))
+    shape = (venv.n_arms, venv.dim)
+    floor = per_call_seconds(lambda: _rng.normal(keys, _rng.STREAM_CONTEXT, next(counter), shape), seconds)
+    randn = per_call_seconds(lambda: torch.randn(num, *shape, device=device), seconds)
+    return (f"{num:>6} {num / native:>15,.0f} {num / sync_step:>13,.0f} {sync_step / native:>11.1f} "
+            f"{floor * 1e3:>9.3f} {native * 1e3:>8.3f} {native / floor:>10.2f} {randn * 1e3:>9.3f}")
 
 if __name__ == "__main__":
     main()

@@ -29,7 +29,7 @@ def rollout(env: gym.Env, seed: int, steps: int) -> list:
 
 def assert_rollouts_equal(a: list, b: list) -> None:
     assert len(a) == len(b)
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(x, y)
 
 
