@@ -128,6 +128,18 @@ class _LogisticAgent(BanditAgent):
         u = self._explore_draws(self.keys, self.t)  # (R,)
         return (u * self.n_arms).long().clamp_(max=self.n_arms - 1)
 
+    # -- Thompson sampling around a centre (GLMTSL, SGDTS set _normals and sampling_factor) --
+    def _sample_around(self, center: torch.Tensor) -> torch.Tensor:
+        """``center + scale * S z`` with ``z ~ N(0, I)`` from round t's draws: ``(R, d) -> (R, d)``."""
+        z = self._normals(self.keys, self.t)  # (R, d)
+        return center + self.exploration_scale * _math.matvec(self.sampling_factor, z)
+
+    def _thompson_select(self, contexts: torch.Tensor, center: torch.Tensor) -> torch.Tensor:
+        if self.t <= self.n_explore_rounds:
+            return self._random_arms()
+        theta = self._sample_around(center) if self.exploration_scale > 0 else center  # (R, d)
+        return self._argmax(_math.scores(contexts, theta))
+
     def _inverse_factor(self, matrix: torch.Tensor, what: str) -> torch.Tensor:
         """``S`` with ``S S^T = matrix^-1`` (see ``_math.inverse_cholesky_factor``), ``(R, d, d)``."""
         factor, info = _math.inverse_cholesky_factor(matrix)  # (R, d, d), (R,)
@@ -232,14 +244,10 @@ class GLMTSL(_LogisticAgent):
 
     def sample_theta(self) -> torch.Tensor:
         """This round's draw ``theta_t ~ N(theta_hat, a^2 H^-1)``, ``(R, d)``; no state change."""
-        z = self._normals(self.keys, self.t)  # (R, d)
-        return self.theta_hat + self.exploration_scale * _math.matvec(self.sampling_factor, z)  # (R, d)
+        return self._sample_around(self.theta_hat)
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        if self.t <= self.n_explore_rounds:
-            return self._random_arms()
-        theta = self.sample_theta() if self.exploration_scale > 0 else self.theta_hat  # (R, d)
-        return self._argmax(_math.scores(contexts, theta))
+        return self._thompson_select(contexts, self.theta_hat)
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         self._append(_math.chosen_rows(contexts, actions), rewards)
@@ -307,14 +315,10 @@ class SGDTS(_LogisticAgent):
 
     def sample_theta(self) -> torch.Tensor:
         """This round's draw ``theta_t ~ N(theta_bar, g^2 V^-1)``, ``(R, d)``; no state change."""
-        z = self._normals(self.keys, self.t)  # (R, d)
-        return self.theta_bar + self.exploration_scale * _math.matvec(self.sampling_factor, z)  # (R, d)
+        return self._sample_around(self.theta_bar)
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        if self.t <= self.n_explore_rounds:
-            return self._random_arms()
-        theta = self.sample_theta() if self.exploration_scale > 0 else self.theta_bar  # (R, d)
-        return self._argmax(_math.scores(contexts, theta))
+        return self._thompson_select(contexts, self.theta_bar)
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         x = _math.chosen_rows(contexts, actions)  # (R, d)
