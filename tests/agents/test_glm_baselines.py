@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from replicas import batched_and_single_runs, make_vec, seeded_histories
 from sklearn.linear_model import LogisticRegression
 
 import bandit_gym  # noqa: F401  (registers the envs)
@@ -131,24 +132,20 @@ def test_sgdts_explores_uniformly_for_tau_rounds():
 
 
 def _vec(num_envs=3):
-    return gym.make_vec("LogisticBandit-v0", num_envs=num_envs, vectorization_mode="vector_entry_point",
-                        device="cpu", **SMALL)
+    return make_vec("LogisticBandit-v0", num_envs, SMALL)
 
 
 @pytest.mark.parametrize("cls", AGENTS)
 def test_seeded_learn_is_reproducible_and_seeds_differ(cls):
-    runs = [cls(_vec(), seed=seed, device="cpu").learn(_vec(), total_timesteps=100).history for seed in (0, 0, 1)]
+    runs = seeded_histories(cls, "LogisticBandit-v0", SMALL, rounds=100)
     np.testing.assert_array_equal(runs[0]["action"], runs[1]["action"])
     assert not np.array_equal(runs[0]["action"], runs[2]["action"])
 
 
 @pytest.mark.parametrize("cls", AGENTS)
 def test_batched_replica_equals_single_run(cls):
-    R, seed, T = 10, 5, 100
-    batched = cls(_vec(R), seed=seed, device="cpu").learn(_vec(R), total_timesteps=T)
-    for r in (0, 6, R - 1):  # R = 10 puts some replicas in SIMD tails of elementwise kernels
-        env = gym.make("LogisticBandit-v0", **SMALL)
-        single = cls(env, seed=seed + r, device="cpu").learn(env, total_timesteps=T)
+    batched, singles = batched_and_single_runs(cls, "LogisticBandit-v0", SMALL, rounds=100)
+    for r, single in singles.items():
         np.testing.assert_array_equal(single.history["action"], batched.history["action"][:, r])
         assert torch.equal(single.theta_hat[0], batched.theta_hat[r])
 

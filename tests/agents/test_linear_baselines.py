@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from replicas import batched_and_single_runs, make_vec, seeded_histories
 
 import bandit_gym  # noqa: F401  (registers the envs)
 from agents import EpsGreedy, LinTS, LinUCB
@@ -142,13 +143,12 @@ def test_epsgreedy_explores_at_rate_c_over_sqrt_t():
 
 
 def _vec(num_envs=3):
-    return gym.make_vec("LinearBandit-v0", num_envs=num_envs, vectorization_mode="vector_entry_point",
-                        device="cpu", **SMALL)
+    return make_vec("LinearBandit-v0", num_envs, SMALL)
 
 
 @pytest.mark.parametrize("cls", AGENTS)
 def test_seeded_learn_is_reproducible_and_seeds_differ(cls):
-    runs = [cls(_vec(), seed=seed, device="cpu").learn(_vec(), total_timesteps=150).history for seed in (0, 0, 1)]
+    runs = seeded_histories(cls, "LinearBandit-v0", SMALL, rounds=150)
     np.testing.assert_array_equal(runs[0]["action"], runs[1]["action"])
     np.testing.assert_array_equal(runs[0]["regret"], runs[1]["regret"])
     assert not np.array_equal(runs[0]["action"], runs[2]["action"])
@@ -156,11 +156,8 @@ def test_seeded_learn_is_reproducible_and_seeds_differ(cls):
 
 @pytest.mark.parametrize("cls", AGENTS)
 def test_batched_replica_equals_single_run(cls):
-    R, seed, T = 10, 5, 150
-    batched = cls(_vec(R), seed=seed, device="cpu").learn(_vec(R), total_timesteps=T)
-    for r in (0, 6, R - 1):  # R = 10 puts some replicas in SIMD tails of elementwise kernels
-        env = gym.make("LinearBandit-v0", **SMALL)
-        single = cls(env, seed=seed + r, device="cpu").learn(env, total_timesteps=T)
+    batched, singles = batched_and_single_runs(cls, "LinearBandit-v0", SMALL, rounds=150)
+    for r, single in singles.items():
         np.testing.assert_array_equal(single.history["action"], batched.history["action"][:, r])
         np.testing.assert_array_equal(single.history["regret"], batched.history["regret"][:, r])
         assert torch.equal(single.theta_hat[0], batched.theta_hat[r])
