@@ -68,6 +68,13 @@ def _stack_rows(rows: list, played: int, width: int, dtype: torch.dtype) -> torc
     return torch.as_tensor(np.asarray(rows).reshape(played, width)).to(dtype)
 
 
+def _any(flags) -> bool:
+    """``flags.any()`` for a numpy array or a tensor (on CPU through a numpy view: 1 us, not 10)."""
+    if isinstance(flags, torch.Tensor):
+        return bool(flags.numpy().any()) if flags.is_cpu else bool(flags.any())
+    return bool(np.any(flags))
+
+
 class DivergenceError(RuntimeError):
     """Parameters became NaN or Inf (e.g. a step size too large)."""
 
@@ -108,6 +115,7 @@ class BanditAgent(ABC):
         self.seed = check_int("seed", seed, minimum=0)
         self.device = _resolve_device(device)
         self.keys = _rng.seed_to_key(torch.arange(self.num_replicas, dtype=torch.int64) + self.seed).to(self.device)
+        self._batch_shape = (self.num_replicas, self.n_arms, self.dim)
         self.t = 1  # the round about to be played (1-based, as in the papers)
         self.history: dict[str, np.ndarray] = {}
         self._learn_calls = 0
@@ -211,7 +219,7 @@ class BanditAgent(ABC):
             played += 1
             if callback is not None and callback(self, played) is False:
                 break
-            ended = truncated.any().item() if isinstance(truncated, torch.Tensor) else np.any(truncated)
+            ended = _any(truncated)
             if played < total and ended:
                 obs, _ = env.reset()
         logs = {"regret": _stack_rows(regrets, played, self.num_replicas, torch.float32),
@@ -266,6 +274,9 @@ class BanditAgent(ABC):
 
     # -- helpers for subclasses ------------------------------------------------
     def _as_batch(self, observation, what: str) -> tuple[torch.Tensor, bool, bool]:
+        if (isinstance(observation, torch.Tensor) and observation.shape == self._batch_shape
+                and observation.dtype == torch.float32 and observation.device == self.device):
+            return observation, False, False  # the common case in learn: a batched env's own tensor
         as_numpy = not isinstance(observation, torch.Tensor)
         x = torch.as_tensor(np.asarray(observation) if as_numpy else observation)
         single = x.ndim == 2
@@ -281,6 +292,8 @@ class BanditAgent(ABC):
 
     def _as_rewards(self, reward) -> torch.Tensor:
         """An env's reward(s) as ``(R,)`` float32 on the device."""
+        if isinstance(reward, torch.Tensor) and reward.dtype == torch.float32 and reward.device == self.device:
+            return reward.reshape(self.num_replicas)
         if isinstance(reward, torch.Tensor):
             return reward.to(self.device, torch.float32).reshape(self.num_replicas)
         return torch.as_tensor(np.asarray(reward, dtype=np.float32), device=self.device).reshape(self.num_replicas)
@@ -290,7 +303,7 @@ class BanditAgent(ABC):
         return _math.random_argmax(values, self.keys, _rng_streams.TIES, self.t)
 
     def _check_finite(self, tensor: torch.Tensor, what: str, step_size: float | None = None) -> None:
-        if not bool(torch.isfinite(tensor).all()):
+        if not _math.all_finite(tensor):
             hint = f" with step size {step_size:g}" if step_size is not None else ""
             raise DivergenceError(
                 f"{type(self).__name__}: {what} became NaN or Inf in round {self.t}{hint}; try a smaller step size"

@@ -189,11 +189,10 @@ class UCBGLM(_LogisticAgent):
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
         if self.t <= self.n_explore_rounds:
             return self._random_arms()
-        values = _math.scores(contexts, self.theta_hat)  # (R, K)
-        if self.exploration_scale > 0:
-            width = _math.quad_form(self.design_inverse, contexts).clamp_(min=0.0).sqrt_()  # (R, K)
-            values = values + self.exploration_scale * width
-        return self._argmax(values)
+        if self.exploration_scale == 0:
+            return self._argmax(_math.scores(contexts, self.theta_hat))
+        return self._argmax(_math.optimistic_scores(contexts, self.theta_hat, self.design_inverse,
+                                                    self.exploration_scale))  # (R, K)
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         x = _math.chosen_rows(contexts, actions)  # (R, d)

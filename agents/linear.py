@@ -61,9 +61,8 @@ class _RidgeAgent(BanditAgent):
 
     def _ridge_update(self, x: torch.Tensor, rewards: torch.Tensor) -> None:
         """Add the played features ``x`` ``(R, d)`` and their rewards ``(R,)`` to the statistics."""
-        self.design_inverse = _math.sherman_morrison(self.design_inverse, x)  # (R, d, d)
-        self.reward_sum = self.reward_sum + rewards[:, None] * x  # (R, d)
-        self.theta_hat = _math.matvec(self.design_inverse, self.reward_sum)  # (R, d)
+        self.design_inverse, self.reward_sum, self.theta_hat = _math.ridge_update(
+            self.design_inverse, self.reward_sum, x, rewards)  # (R, d, d), (R, d), (R, d)
         self._check_finite(self.theta_hat, "the ridge estimate theta_hat")
 
 
@@ -102,12 +101,10 @@ class LinUCB(_RidgeAgent):
         return self.exploration_scale * math.sqrt(self.dim * math.log(self.t if t is None else t))
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        means = _math.scores(contexts, self.theta_hat)  # (R, K)
         nu = self.bonus_scale()
-        if nu > 0:
-            width = _math.quad_form(self.design_inverse, contexts).clamp_(min=0.0).sqrt_()  # (R, K)
-            means = means + nu * width
-        return self._argmax(means)
+        if nu == 0:
+            return self._argmax(_math.scores(contexts, self.theta_hat))
+        return self._argmax(_math.optimistic_scores(contexts, self.theta_hat, self.design_inverse, nu))  # (R, K)
 
 
 class LinTS(_RidgeAgent):
@@ -116,8 +113,9 @@ class LinTS(_RidgeAgent):
     Round ``t`` draws ``theta_t = theta_hat + v L^-T z`` with ``z ~ N(0, I)`` and
     ``L L^T = V``: after each update ``V`` is factored and ``L^-T`` formed by a triangular
     solve (``_math.inverse_cholesky_factor``), so the draw is one matrix-vector product and
-    its covariance is ``v^2 (L L^T)^-1 = v^2 V^-1``. Factoring ``V`` (eigenvalues >= lambda, built by
-    plain sums) rather than the Sherman-Morrison ``V^-1`` keeps the draw exact up to
+    its covariance is ``v^2 (L L^T)^-1 = v^2 V^-1``. The same factor gives the estimate,
+    ``theta_hat = L^-T L^-1 b``, so LinTS keeps no Sherman-Morrison ``V^-1``: factoring ``V``
+    (eigenvalues >= lambda, built by plain sums) keeps the draw and the estimate exact up to
     float32 rounding however long the run. ``v = c sqrt(d log T)`` with ``T`` the horizon.
 
     Args:
@@ -132,7 +130,7 @@ class LinTS(_RidgeAgent):
         Xu et al. (2022), "Langevin Monte Carlo for contextual bandits", Section 5.
     """
 
-    state_names = (*_RidgeAgent.state_names, "design", "sampling_factor")
+    state_names = ("design", "reward_sum", "theta_hat", "sampling_factor")
 
     def __init__(self, env=None, *, exploration_scale: float = 0.02, lambda_reg: float = 1.0,
                  horizon: int | None = None, seed=None, device="auto", n_arms=None, dim=None,
@@ -147,6 +145,7 @@ class LinTS(_RidgeAgent):
         #: ``v = c sqrt(d log T)``, the scale of the posterior draw.
         self.posterior_scale = self.exploration_scale * math.sqrt(self.dim * math.log(self.horizon))
         R, d = self.num_replicas, self.dim
+        del self.design_inverse  # the Cholesky factor of V serves instead (see the class docstring)
         self.design = (self.lambda_reg * torch.eye(d, device=self.device)).expand(R, d, d).clone()  # V (R, d, d)
         # S = L^-T with L L^T = V, so S S^T = V^-1 (R, d, d)
         self.sampling_factor = torch.eye(d, device=self.device).expand(R, d, d) / math.sqrt(self.lambda_reg)
@@ -166,12 +165,15 @@ class LinTS(_RidgeAgent):
         return self._argmax(_math.scores(contexts, theta))
 
     def _ridge_update(self, x: torch.Tensor, rewards: torch.Tensor) -> None:
-        super()._ridge_update(x, rewards)
         self.design = self.design + x[:, :, None] * x[:, None, :]  # (R, d, d)
+        self.reward_sum = self.reward_sum + rewards[:, None] * x  # (R, d)
         self.sampling_factor, info = _math.inverse_cholesky_factor(self.design)  # (R, d, d), (R,)
         if bool((info != 0).any()):
             self._check_finite(self.design, "the design matrix V")
             raise RuntimeError(f"LinTS: the design matrix V is not positive definite in round {self.t}")
+        # theta_hat = V^-1 b = S S^T b with S = L^-T
+        self.theta_hat = _math.matvec(self.sampling_factor, _math.matvec(self.sampling_factor.mT, self.reward_sum))
+        self._check_finite(self.theta_hat, "the ridge estimate theta_hat")
 
 
 class EpsGreedy(_RidgeAgent):

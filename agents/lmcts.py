@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 import torch
 
-from agents import _rng_streams
+from agents import _math, _rng_streams
 from agents._lmc_models import MODELS
 from agents.base import BanditAgent, DivergenceError, check_int, check_positive
 from bandit_gym import _rng
@@ -155,7 +155,7 @@ class LMCTS(BanditAgent):
             u = self._batch_draws(self.keys, t)  # (R, K, B) uniform [0, 1)
             batches = (u * self.model.count).long().clamp_(max=self.model.count - 1)  # (R, K, B) indices
         theta = self.model.chain(self.theta, eta, noise_scale, noise, batches)  # (R, p)
-        if not bool(torch.isfinite(theta).all()):
+        if not _math.all_finite(theta):
             raise DivergenceError(
                 f"LMCTS: the parameters sampled for round {t} became NaN or Inf with step size "
                 f"eta_t = {eta:g} (step_size={self.step_size:g}, {self.step_schedule}); try a smaller step_size"

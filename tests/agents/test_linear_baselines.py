@@ -77,13 +77,18 @@ def test_linucb_bonus_is_nu_t_times_confidence_width():
 def test_sherman_morrison_inverse_matches_linalg_inv():
     R, K, d = 4, 10, 8
     _, contexts, actions, played, rewards = _noise_free_rounds(1000, R, K, d, seed=6)
-    agent = LinTS(None, n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=1.0, horizon=1000)
-    _feed(agent, contexts, actions, rewards)
+    linucb = LinUCB(None, n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=1.0)
+    lints = LinTS(None, n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=1.0, horizon=1000)
+    _feed(linucb, contexts, actions, rewards)
+    _feed(lints, contexts, actions, rewards)
     X = played.double().transpose(0, 1)  # (R, T, d)
     design = X.mT @ X + torch.eye(d, dtype=torch.float64)  # (R, d, d)
     # float32 rank-one updates: errors grow like sqrt(T) * eps32 * |V^-1|; 1e-5 absolute is ~100x that.
-    torch.testing.assert_close(agent.design_inverse.double(), torch.linalg.inv(design), rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(agent.design.double(), design, rtol=1e-5, atol=1e-3)
+    torch.testing.assert_close(linucb.design_inverse.double(), torch.linalg.inv(design), rtol=1e-4, atol=1e-5)
+    # LinTS keeps V itself (plain sums) and its inverse Cholesky factor S, S S^T = V^-1.
+    torch.testing.assert_close(lints.design.double(), design, rtol=1e-5, atol=1e-3)
+    factor = lints.sampling_factor.double()
+    torch.testing.assert_close(factor @ factor.mT, torch.linalg.inv(design), rtol=1e-4, atol=1e-5)
 
 
 def test_lints_samples_have_covariance_v2_design_inverse():

@@ -30,3 +30,76 @@ def test_sherman_morrison_matches_the_inverse():
         inverse = _math.sherman_morrison(inverse, x)
         design = design + x[:, :, None] * x[:, None, :]
     torch.testing.assert_close(inverse, torch.linalg.inv(design), rtol=1e-4, atol=1e-5)
+
+
+def _problem(R, K, d, seed=0):
+    """A symmetric positive definite ``(R, d, d)`` matrix, contexts ``(R, K, d)`` and a vector ``(R, d)``."""
+    gen = torch.Generator().manual_seed(seed)
+    a = torch.randn(R, d, d, generator=gen, dtype=torch.float64)
+    matrix = (a @ a.mT / d + torch.eye(d, dtype=torch.float64)).float()
+    return matrix, torch.randn(R, K, d, generator=gen), torch.randn(R, d, generator=gen)
+
+
+# Each function has a numpy path (plain CPU tensors) and a torch path (CUDA, or tensors that
+# require grad). Both must agree with a float64 reference, and the CPU path must give a
+# replica the same bits alone as inside a batch.
+@pytest.mark.parametrize(("R", "K", "d"), [(10, 50, 20), (7, 7, 21), (5, 10, 9)])
+def test_optimistic_scores_both_paths(R, K, d):
+    matrix, x, theta = _problem(R, K, d)
+    width = torch.einsum("rkd,rde,rke->rk", x.double(), matrix.double(), x.double()).sqrt()
+    want = torch.einsum("rkd,rd->rk", x.double(), theta.double()) + 0.7 * width
+    got = _math.optimistic_scores(x, theta, matrix, 0.7)
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+    via_torch = _math.optimistic_scores(x, theta.requires_grad_(), matrix, 0.7)
+    torch.testing.assert_close(via_torch.detach(), got, rtol=1e-5, atol=1e-5)
+    for r in range(R):
+        alone = _math.optimistic_scores(x[r : r + 1], theta[r : r + 1].detach(), matrix[r : r + 1], 0.7)
+        assert torch.equal(alone, got[r : r + 1])
+
+
+@pytest.mark.parametrize(("R", "d"), [(10, 20), (7, 21), (33, 63)])
+def test_ridge_update_both_paths(R, d):
+    matrix, x, b = _problem(R, 1, d, seed=1)
+    x, rewards = x[:, 0], torch.randn(R, generator=torch.Generator().manual_seed(2))
+    inverse = torch.linalg.inv(matrix.double()).float()
+    got = _math.ridge_update(inverse, b, x, rewards)  # V^-1, b, theta_hat after adding (x, r)
+    design = matrix.double() + x.double()[:, :, None] * x.double()[:, None, :]
+    b_want = b.double() + rewards.double()[:, None] * x.double()
+    want = (torch.linalg.inv(design), b_want, torch.linalg.solve(design, b_want))
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g.double(), w, rtol=1e-4, atol=1e-5)
+    via_torch = _math.ridge_update(inverse, b.clone().requires_grad_(), x, rewards)
+    for g, t in zip(got, via_torch, strict=True):
+        torch.testing.assert_close(t.detach(), g, rtol=1e-5, atol=1e-6)
+    for r in range(R):
+        alone = _math.ridge_update(inverse[r : r + 1], b[r : r + 1], x[r : r + 1], rewards[r : r + 1])
+        assert all(torch.equal(a, g[r : r + 1]) for a, g in zip(alone, got, strict=True))
+
+
+def test_matvec_and_scores_are_batch_size_invariant():
+    # (torch.bmm of a matrix and a vector is not, at this very shape with torch 2.14: the reason the
+    # CPU path is numpy's matmul, one BLAS call per replica.)
+    matrix, x, v = _problem(10, 50, 20, seed=3)
+    for fn, args in ((_math.matvec, (matrix, v)), (_math.scores, (x, v))):
+        batch = fn(*args)
+        for r in range(10):
+            assert torch.equal(fn(*(a[r : r + 1] for a in args)), batch[r : r + 1])
+
+
+def test_random_argmax_breaks_ties_at_random_and_returns_unique_maxima():
+    keys = torch.arange(200, dtype=torch.int64) * 7919
+    values = torch.tensor([[0.0, 2.0, 2.0, 1.0]]).expand(200, 4).contiguous()
+    picks = _math.random_argmax(values, keys, stream=5, counter=3)
+    assert set(picks.tolist()) == {1, 2}  # only maximisers, both of them
+    assert 60 < int((picks == 1).sum()) < 140  # Binomial(200, 1/2): mean 100, sd 7.1; 5.6 sd either side
+    unique = torch.tensor([[0.0, 3.0, 2.0], [5.0, 1.0, 4.9]])
+    assert _math.random_argmax(unique, keys[:2], 5, 3).tolist() == [1, 0]
+
+
+def test_all_finite():
+    assert _math.all_finite(torch.ones(3, 4))
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        x = torch.ones(3, 4)
+        x[2, 1] = bad
+        assert not _math.all_finite(x)
+        assert not _math.all_finite(x.requires_grad_())
