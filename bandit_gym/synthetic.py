@@ -76,11 +76,13 @@ class SyntheticBanditSimulator(BanditSimulator):
         self.instance_seed = instance_seed
         self.theta: torch.Tensor | None = None  # (R or 1, d)
         self.fixed_arms: torch.Tensor | None = None  # (R or 1, K, d)
-        # Per-round draws fetched several rounds per generator call (same numbers, less overhead);
+        # Per-round draws come several rounds per generator call (same numbers, less overhead);
         # the block sizes are part of the seed derivation, so they depend on nothing but the shape.
-        context_block = max(1, 8192 // (self.n_arms * self.dim))
-        self._context_draws = _rng.BlockDraws("normal", _rng.STREAM_CONTEXT, (self.n_arms, self.dim), context_block,
-                                              transform=_unit_norm)
+        # A block of changing arm sets comes with its expected rewards, computed in one go.
+        self._context_block = max(1, 8192 // (self.n_arms * self.dim))
+        self._block_index = -1
+        self._block: tuple[torch.Tensor, torch.Tensor] | None = None  # (R, B, K, d), (R, B, K)
+        self._fixed_expected: torch.Tensor | None = None  # (R, K) with a fixed arm set
         self._reward_draws = _rng.BlockDraws(self._reward_kind, _rng.STREAM_REWARD, (), block=256)
 
     def _new_episode(self) -> None:
@@ -89,17 +91,28 @@ class SyntheticBanditSimulator(BanditSimulator):
         else:
             keys = _rng.seed_to_key(torch.tensor([self.instance_seed])).to(self.device)  # (1,)
         self.theta = _unit_normal(keys, _rng.STREAM_INSTANCE, 0, (self.dim,))  # (R or 1, d)
+        self._block_index = -1  # the cached block belongs to the previous episode's keys
         if not self.changing_arms:
             arms = _unit_normal(keys, _rng.STREAM_INSTANCE, 1, (self.n_arms, self.dim))  # (R or 1, K, d)
             self.fixed_arms = arms.expand(self.num_replicas, -1, -1)  # (R, K, d)
+            self._fixed_expected = self._mean_rewards(self.fixed_arms)  # (R, K)
 
-    def _contexts(self, t: int) -> torch.Tensor:
+    def _round(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
+        # New tensors each round (callers may keep or modify them), or views of a block of rounds.
         if not self.changing_arms:
-            return self.fixed_arms.clone()  # a new array each round: callers may keep or modify it
-        return self._context_draws(self.keys, t).clone()  # (R, K, d), a new array each round
+            return self.fixed_arms.clone(), self._fixed_expected.clone()
+        index, row = divmod(t, self._context_block)
+        if index != self._block_index:
+            shape = (self._context_block, self.n_arms, self.dim)
+            contexts = _unit_normal(self.keys, _rng.STREAM_CONTEXT, index, shape)  # (R, B, K, d)
+            self._block, self._block_index = (contexts, self._mean_rewards(contexts)), index
+        contexts, expected = self._block
+        return contexts[:, row].clone(), expected[:, row]  # (R, K, d), (R, K)
 
     def _linear_scores(self, contexts: torch.Tensor) -> torch.Tensor:
-        return (contexts * self.theta[:, None, :]).sum(dim=-1)  # (R, K)
+        """``x . theta*`` for ``(R, ..., d)`` features -> ``(R, ...)``."""
+        theta = self.theta.reshape(self.theta.shape[0], *([1] * (contexts.ndim - 2)), self.dim)  # (R or 1, 1.., d)
+        return (contexts * theta).sum(dim=-1)
 
     def _gaussian_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
         return chosen_mean + self.noise_std * self._reward_draws(self.keys, t)  # (R,)
@@ -109,7 +122,7 @@ class LinearBanditSimulator(SyntheticBanditSimulator):
     """Linear rewards ``r = x . theta* + N(0, noise_std^2)``."""
 
     def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
-        return self._linear_scores(contexts)
+        return self._linear_scores(contexts)  # (R, ..., K)
 
     _sample_rewards = SyntheticBanditSimulator._gaussian_rewards
 

@@ -37,6 +37,15 @@ def test_numpy_and_torch_paths_give_the_same_bits():
     assert torch.equal(cpu_bits, torch_bits)
 
 
+def test_numpy_and_torch_paths_split_words_alike():
+    # The CPU path reads the uint32 halves of each word; the CUDA path shifts and masks in torch.
+    bits = _rng._block_bits(_rng.seed_to_key(torch.arange(4)), _rng.STREAM_REWARD, 3, 257)  # (4, 257)
+    high, low = _rng._split_words(bits)
+    assert torch.equal(high, _rng._shift_right(bits, 32).to(torch.float32))
+    assert torch.equal(low, (bits & _rng._LOW32).to(torch.float32))
+    assert high.shape == low.shape == (4, 257)
+
+
 def test_draws_of_a_replica_do_not_depend_on_the_batch():
     keys = _rng.seed_to_key(torch.arange(10, 20))
     batch = _rng.normal(keys, 2, 3, (7, 5))
