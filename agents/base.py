@@ -64,7 +64,7 @@ def _stack_rows(rows: list, played: int, width: int, dtype: torch.dtype) -> torc
     if not rows:
         return torch.zeros(played, width, dtype=dtype)
     if isinstance(rows[0], torch.Tensor):
-        return torch.stack([r.reshape(width) for r in rows]).to("cpu", dtype)
+        return torch.stack(rows).reshape(played, width).to("cpu", dtype)  # rows of one run share a shape
     return torch.as_tensor(np.asarray(rows).reshape(played, width)).to(dtype)
 
 

@@ -110,13 +110,12 @@ class LinUCB(_RidgeAgent):
 class LinTS(_RidgeAgent):
     """Linear Thompson sampling: play the best arm for a draw from ``N(theta_hat, v^2 V^-1)``.
 
-    Round ``t`` draws ``theta_t = theta_hat + v L^-T z`` with ``z ~ N(0, I)`` and
-    ``L L^T = V``: after each update ``V`` is factored and ``L^-T`` formed by a triangular
-    solve (``_math.inverse_cholesky_factor``), so the draw is one matrix-vector product and
-    its covariance is ``v^2 (L L^T)^-1 = v^2 V^-1``. The same factor gives the estimate,
-    ``theta_hat = L^-T L^-1 b``, so LinTS keeps no Sherman-Morrison ``V^-1``: factoring ``V``
-    (eigenvalues >= lambda, built by plain sums) keeps the draw and the estimate exact up to
-    float32 rounding however long the run. ``v = c sqrt(d log T)`` with ``T`` the horizon.
+    Round ``t`` draws ``theta_t = theta_hat + v S z`` with ``z ~ N(0, I)`` and ``S`` a
+    square root of ``V^-1`` (``S S^T = V^-1``), so the draw's covariance is ``v^2 V^-1``
+    and costs one matrix-vector product. ``S`` starts at ``I / sqrt(lambda)`` and follows
+    each observation by Potter's rank-one square-root update (``_math.square_root_update``,
+    O(d^2)); it also gives the estimate ``theta_hat = S S^T b``, so LinTS keeps neither ``V``
+    nor a Sherman-Morrison ``V^-1``. ``v = c sqrt(d log T)`` with ``T`` the horizon.
 
     Args:
         env: The env, or None with ``n_arms``, ``dim`` (and ``num_replicas``).
@@ -130,7 +129,7 @@ class LinTS(_RidgeAgent):
         Xu et al. (2022), "Langevin Monte Carlo for contextual bandits", Section 5.
     """
 
-    state_names = ("design", "reward_sum", "theta_hat", "sampling_factor")
+    state_names = ("sampling_factor", "reward_sum", "theta_hat")
 
     def __init__(self, env=None, *, exploration_scale: float = 0.02, lambda_reg: float = 1.0,
                  horizon: int | None = None, seed=None, device="auto", n_arms=None, dim=None,
@@ -145,9 +144,8 @@ class LinTS(_RidgeAgent):
         #: ``v = c sqrt(d log T)``, the scale of the posterior draw.
         self.posterior_scale = self.exploration_scale * math.sqrt(self.dim * math.log(self.horizon))
         R, d = self.num_replicas, self.dim
-        del self.design_inverse  # the Cholesky factor of V serves instead (see the class docstring)
-        self.design = (self.lambda_reg * torch.eye(d, device=self.device)).expand(R, d, d).clone()  # V (R, d, d)
-        # S = L^-T with L L^T = V, so S S^T = V^-1 (R, d, d)
+        del self.design_inverse  # the square root S serves instead (see the class docstring)
+        # S with S S^T = V^-1 (R, d, d)
         self.sampling_factor = torch.eye(d, device=self.device).expand(R, d, d) / math.sqrt(self.lambda_reg)
         self._normals = _rng.BlockDraws("normal", _rng_streams.SAMPLE, (d,))  # z for each round
 
@@ -157,7 +155,7 @@ class LinTS(_RidgeAgent):
     def sample_theta(self) -> torch.Tensor:
         """This round's posterior draw ``theta_t ~ N(theta_hat, v^2 V^-1)``, ``(R, d)``; no state change."""
         z = self._normals(self.keys, self.t)  # (R, d)
-        u = _math.matvec(self.sampling_factor, z)  # L^-T z ~ N(0, (L L^T)^-1) = N(0, V^-1) (R, d)
+        u = _math.matvec(self.sampling_factor, z)  # S z ~ N(0, S S^T) = N(0, V^-1) (R, d)
         return self.theta_hat + self.posterior_scale * u
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
@@ -165,14 +163,8 @@ class LinTS(_RidgeAgent):
         return self._argmax(_math.scores(contexts, theta))
 
     def _ridge_update(self, x: torch.Tensor, rewards: torch.Tensor) -> None:
-        self.design = self.design + x[:, :, None] * x[:, None, :]  # (R, d, d)
-        self.reward_sum = self.reward_sum + rewards[:, None] * x  # (R, d)
-        self.sampling_factor, info = _math.inverse_cholesky_factor(self.design)  # (R, d, d), (R,)
-        if bool((info != 0).any()):
-            self._check_finite(self.design, "the design matrix V")
-            raise RuntimeError(f"LinTS: the design matrix V is not positive definite in round {self.t}")
-        # theta_hat = V^-1 b = S S^T b with S = L^-T
-        self.theta_hat = _math.matvec(self.sampling_factor, _math.matvec(self.sampling_factor.mT, self.reward_sum))
+        self.sampling_factor, self.reward_sum, self.theta_hat = _math.square_root_update(
+            self.sampling_factor, self.reward_sum, x, rewards)  # (R, d, d), (R, d), (R, d)
         self._check_finite(self.theta_hat, "the ridge estimate theta_hat")
 
 

@@ -103,3 +103,23 @@ def test_all_finite():
         x[2, 1] = bad
         assert not _math.all_finite(x)
         assert not _math.all_finite(x.requires_grad_())
+
+
+@pytest.mark.parametrize(("R", "d"), [(10, 20), (7, 21), (33, 63)])
+def test_square_root_update_both_paths(R, d):
+    matrix, x, b = _problem(R, 1, d, seed=4)
+    x, rewards = x[:, 0], torch.randn(R, generator=torch.Generator().manual_seed(5))
+    root = torch.linalg.cholesky(torch.linalg.inv(matrix.double())).float()  # S S^T = V^-1, not upper
+    got = _math.square_root_update(root, b, x, rewards)  # S, b, theta_hat after adding (x, r)
+    design = matrix.double() + x.double()[:, :, None] * x.double()[:, None, :]
+    b_want = b.double() + rewards.double()[:, None] * x.double()
+    factor = got[0].double()
+    torch.testing.assert_close(factor @ factor.mT, torch.linalg.inv(design), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(got[1].double(), b_want, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(got[2].double(), torch.linalg.solve(design, b_want), rtol=1e-4, atol=1e-5)
+    via_torch = _math.square_root_update(root, b.clone().requires_grad_(), x, rewards)
+    for g, t in zip(got, via_torch, strict=True):
+        torch.testing.assert_close(t.detach(), g, rtol=1e-5, atol=1e-6)
+    for r in range(R):
+        alone = _math.square_root_update(root[r : r + 1], b[r : r + 1], x[r : r + 1], rewards[r : r + 1])
+        assert all(torch.equal(a, g[r : r + 1]) for a, g in zip(alone, got, strict=True))
