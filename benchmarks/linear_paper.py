@@ -7,6 +7,12 @@ K = 100 inner steps). Prints a Markdown table: wall time of ``learn`` (env inclu
 the env's share (the same rounds with a fixed action), and the final cumulative
 regret as mean +- standard error over the seeds.
 
+The last row of each setting (``--reference``, on by default) runs the plain
+single-seed numpy LinUCB of ``benchmarks/numpy_linucb.py`` once per seed, one seed
+after another: the yardstick the speed targets are stated against, measured on the
+same machine at the same time. ``--repeats N`` reports the fastest of N runs (the
+runs are deterministic, so only the time varies; on a shared VM it varies by +-30%).
+
     python benchmarks/linear_paper.py                      # the paper's sizes
     python benchmarks/linear_paper.py --rounds 2000 --seeds 4 --agents LMCTS LinTS
 
@@ -26,6 +32,11 @@ import torch
 
 import bandit_gym  # noqa: F401  (registers the envs)
 from agents import LMCTS, EpsGreedy, LinTS, LinUCB, UniformRandom
+
+try:
+    from numpy_linucb import run as numpy_linucb  # run as a script: benchmarks/ is on sys.path
+except ImportError:  # imported as benchmarks.linear_paper
+    from benchmarks.numpy_linucb import run as numpy_linucb
 
 AGENTS = {"LMCTS": LMCTS, "LinTS": LinTS, "LinUCB": LinUCB, "EpsGreedy": EpsGreedy, "UniformRandom": UniformRandom}
 SETTINGS = {"changing": "LinearBandit-v0", "fixed": "LinearBanditFixed-v0"}
@@ -57,6 +68,19 @@ def env_seconds(setting: str, rounds: int, seeds: int) -> float:
     return time.perf_counter() - start
 
 
+def reference_seconds(setting: str, rounds: int, seeds: int) -> tuple[float, np.ndarray]:
+    """The plain numpy LinUCB, one seed after another: (total wall seconds, regret per seed)."""
+    start = time.perf_counter()
+    regret = [numpy_linucb(seed, rounds, changing_arms=setting == "changing") for seed in range(seeds)]
+    return time.perf_counter() - start, np.array(regret)
+
+
+def fastest(repeats: int, measure, *args):
+    """Run ``measure(*args) -> (seconds, *rest)`` ``repeats`` times; the fastest time, and the rest of the last run."""
+    results = [measure(*args) for _ in range(repeats)]
+    return (min(r[0] for r in results), *results[-1][1:])
+
+
 def mean_se(values: np.ndarray) -> tuple[float, float]:
     values = np.asarray(values, dtype=np.float64)
     se = values.std(ddof=1) / np.sqrt(len(values)) if len(values) > 1 else float("nan")
@@ -71,19 +95,27 @@ def main(argv: list[str] | None = None) -> None:
                         choices=sorted(AGENTS))
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
+    parser.add_argument("--repeats", type=int, default=1, help="report the fastest of this many runs (default 1)")
+    parser.add_argument("--no-reference", dest="reference", action="store_false",
+                        help="skip the plain numpy single-seed LinUCB rows")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
     print(f"T = {args.rounds} rounds, {args.seeds} seeds as one batch, d = 20, 50 arms, "
-          f"torch {torch.__version__}, {args.threads} thread(s)\n")
+          f"torch {torch.__version__}, {args.threads} thread(s), fastest of {args.repeats} run(s)\n")
     print("| setting | agent | wall time (s) | env alone (s) | cumulative regret (mean +- s.e.) |")
     print("|---|---|---:|---:|---:|")
     for setting in args.settings:
-        env_time = env_seconds(setting, args.rounds, args.seeds)
+        (env_time,) = fastest(args.repeats, lambda *a: (env_seconds(*a),), setting, args.rounds, args.seeds)
         for name in args.agents:
-            wall, regret = run_agent(name, setting, args.rounds, args.seeds)
+            wall, regret = fastest(args.repeats, run_agent, name, setting, args.rounds, args.seeds)
             mean, se = mean_se(regret)
             print(f"| {setting} | {name} | {wall:.1f} | {env_time:.1f} | {mean:.1f} +- {se:.1f} |", flush=True)
+        if args.reference:
+            wall, regret = fastest(args.repeats, reference_seconds, setting, args.rounds, args.seeds)
+            mean, se = mean_se(regret)
+            print(f"| {setting} | numpy LinUCB, one seed at a time (reference) | {wall:.1f} | - | "
+                  f"{mean:.1f} +- {se:.1f} |", flush=True)
 
 
 if __name__ == "__main__":
