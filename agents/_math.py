@@ -85,35 +85,48 @@ def ridge_update(inverse: torch.Tensor, reward_sum: torch.Tensor, x: torch.Tenso
     return inverse, reward_sum, matvec(inverse, reward_sum)
 
 
-def square_root_update(factor: torch.Tensor, reward_sum: torch.Tensor, x: torch.Tensor,
-                       rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`ridge_update` for statistics kept as a square root ``S`` of ``V^-1`` (``S S^T = V^-1``).
+def potter_update(factor: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Square root of ``V^-1`` after ``V <- V + x x^T``: ``S (R, d, d), x (R, d) -> S``, ``S S^T = V^-1``.
 
-    ``(R, d, d), (R, d), x (R, d), rewards (R,)`` -> ``S, b, theta_hat = S S^T b``. Potter's
-    square-root update: with ``p = S^T x`` and ``q = sqrt(1 + |p|^2)``,
+    Potter's square-root update: with ``p = S^T x`` and ``q = sqrt(1 + |p|^2)``,
     ``S <- S - S p p^T / (q (1 + q))`` gives ``S S^T <- S (I - p p^T / q^2) S^T``, which is
-    Sherman-Morrison's ``(V + x x^T)^-1``: O(d^2), no factorisation. ``1 / (q (1 + q))`` is
-    ``(1 - 1/q) / |p|^2`` written without its cancellation for small ``|p|``. In float32 over
-    10,000 unit-norm updates in d = 20 it stays as close to the float64 inverse as
-    Sherman-Morrison does (1e-8 absolute at entries of 2e-3).
+    Sherman-Morrison's ``(V + x x^T)^-1``: O(d^2), no factorisation, and ``S`` need not be
+    triangular. ``1 / (q (1 + q))`` is ``(1 - 1/q) / |p|^2`` without its cancellation for
+    small ``|p|``. In float32 over 10,000 unit-norm updates in d = 20 it stays as close to the
+    float64 inverse as Sherman-Morrison does (1e-8 absolute at entries of 2e-3).
 
     References:
         Potter and Stern (1963), "Statistical filtering of space navigation measurements";
         Bierman (1977), "Factorization methods for discrete sequential estimation", Chapter V.
     """
-    if _numpy_ok(factor, reward_sum) and _numpy_ok(x, rewards):
-        m, v = factor.numpy(), x.numpy()
-        p = np.matmul(v[:, None, :], m)[:, 0, :]  # (R, d): p^T = x^T S
-        q = np.sqrt(1.0 + np.einsum("rd,rd->r", p, p))  # (R,)
-        sp = np.matmul(m, p[:, :, None])[:, :, 0] / (q * (1.0 + q))[:, None]  # (R, d)
-        m = m - sp[:, :, None] * p[:, None, :]  # (R, d, d)
-        b = reward_sum.numpy() + rewards.numpy()[:, None] * v  # (R, d)
-        theta = np.matmul(m, np.matmul(b[:, None, :], m)[:, 0, :, None])[:, :, 0]  # S (S^T b)
-        return torch.from_numpy(m), torch.from_numpy(b), torch.from_numpy(theta)
+    if _numpy_ok(factor, x):
+        return torch.from_numpy(_potter_np(factor.numpy(), x.numpy()))
     p = (factor * x[:, :, None]).sum(dim=1)  # (R, d): S^T x
     q = (1.0 + (p * p).sum(dim=-1)).sqrt()  # (R,)
     sp = matvec(factor, p) / (q * (1.0 + q))[:, None]  # (R, d)
-    factor = factor - sp[:, :, None] * p[:, None, :]
+    return factor - sp[:, :, None] * p[:, None, :]
+
+
+def _potter_np(m: np.ndarray, v: np.ndarray) -> np.ndarray:
+    p = np.matmul(v[:, None, :], m)[:, 0, :]  # (R, d): p^T = x^T S
+    q = np.sqrt(1.0 + np.einsum("rd,rd->r", p, p))  # (R,)
+    sp = np.matmul(m, p[:, :, None])[:, :, 0] / (q * (1.0 + q))[:, None]  # (R, d)
+    return m - sp[:, :, None] * p[:, None, :]  # (R, d, d)
+
+
+def square_root_update(factor: torch.Tensor, reward_sum: torch.Tensor, x: torch.Tensor,
+                       rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`ridge_update` for statistics kept as a square root ``S`` of ``V^-1`` (:func:`potter_update`).
+
+    ``(R, d, d), (R, d), x (R, d), rewards (R,)`` -> ``S, b, theta_hat = S (S^T b)``, in one call.
+    """
+    if _numpy_ok(factor, reward_sum) and _numpy_ok(x, rewards):
+        v = x.numpy()
+        m = _potter_np(factor.numpy(), v)  # (R, d, d)
+        b = reward_sum.numpy() + rewards.numpy()[:, None] * v  # (R, d)
+        theta = np.matmul(m, np.matmul(b[:, None, :], m)[:, 0, :, None])[:, :, 0]  # S (S^T b)
+        return torch.from_numpy(m), torch.from_numpy(b), torch.from_numpy(theta)
+    factor = potter_update(factor, x)
     reward_sum = reward_sum + rewards[:, None] * x
     return factor, reward_sum, matvec(factor, (factor * reward_sum[:, :, None]).sum(dim=1))
 

@@ -265,8 +265,8 @@ class SGDTS(_LogisticAgent):
     epoch's ``tau`` observations at ``theta_tilde``, projected onto the ball of radius
     ``projection_radius`` around ``theta_hat_tau``; ``theta_bar`` is the running mean of the
     iterates. Each round draws ``theta_t ~ N(theta_bar, g^2 V^-1)``, ``V = lambda I + sum x x^T``
-    (``L^-T`` with ``L L^T = V``, as in :class:`LinTS`), and plays ``argmax_x x^T theta_t``. Per round: O(d^3)
-    for the Cholesky factor, nothing that grows with ``t``.
+    (``theta_bar + g S z`` with ``S S^T = V^-1`` kept by Potter's square-root update, as in
+    :class:`LinTS`), and plays ``argmax_x x^T theta_t``. Per round: O(d^2), nothing that grows with ``t``.
 
     Ding et al.'s code samples from an isotropic ``N(theta_bar, (2 g_1^2 + 2 g_2^2) I / j)``;
     this class uses the ``g^2 V^-1`` form (the design-matrix shape of their analysis).
@@ -286,7 +286,7 @@ class SGDTS(_LogisticAgent):
     """
 
     state_names = (*_LogisticAgent.state_names, "anchor", "theta_tilde", "theta_bar", "epoch_gradient",
-                   "design", "sampling_factor")
+                   "sampling_factor")
     _initial_mle_steps = 50  # bound-optimisation steps at round tau (error factor ~0.21 per step)
 
     def __init__(self, env=None, *, exploration_scale: float = 0.1, step_size: float = 3.0,
@@ -303,8 +303,8 @@ class SGDTS(_LogisticAgent):
         zeros = torch.zeros(R, d, device=self.device)
         self.anchor, self.theta_tilde, self.theta_bar, self.epoch_gradient = (zeros.clone() for _ in range(4))
         eye = torch.eye(d, device=self.device)
-        self.design = (self.lambda_reg * eye).expand(R, d, d).clone()  # V (R, d, d)
-        self.sampling_factor = (eye / math.sqrt(self.lambda_reg)).expand(R, d, d).clone()  # S S^T = V^-1
+        # S S^T = V^-1 with V = lambda I + sum x x^T, kept by Potter's O(d^2) square-root update
+        self.sampling_factor = (eye / math.sqrt(self.lambda_reg)).expand(R, d, d).clone()
         self._normals = _rng.BlockDraws("normal", _rng_streams.SAMPLE, (d,))
 
     def hyperparameters(self) -> dict[str, Any]:
@@ -322,8 +322,8 @@ class SGDTS(_LogisticAgent):
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         x = _math.chosen_rows(contexts, actions)  # (R, d)
         tau, t = self.n_explore_rounds, self.t
-        self.design = self.design + x[:, :, None] * x[:, None, :]  # (R, d, d)
-        self.sampling_factor = self._inverse_factor(self.design, "the design matrix V")
+        self.sampling_factor = _math.potter_update(self.sampling_factor, x)  # (R, d, d)
+        self._check_finite(self.sampling_factor, "the square root S of V^-1")
         if t <= tau:
             self._append(x, rewards)
             if t == tau:  # theta_hat_tau: the penalised MLE of the random rounds

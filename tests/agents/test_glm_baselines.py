@@ -215,3 +215,22 @@ def test_batched_draw_equals_single_run_for_odd_dimension(cls):
         single = cls(None, n_arms=K, dim=d, seed=3 + r, exploration_scale=0.5, **kwargs)
         _feed(single, contexts[:, r], actions[:, r], rewards[:, r])
         assert torch.equal(single.sample_theta()[0], batched.sample_theta()[r])
+
+
+def test_sgdts_sampling_factor_tracks_the_inverse_design():
+    """S S^T = V^-1, V = lambda I + sum x x^T over every round (Potter's updates), and the draw's scale is g S."""
+    R, K, d, T, lam = 3, 5, 4, 300, 2.0
+    gen = torch.Generator().manual_seed(12)
+    agent = SGDTS(None, n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=lam, exploration_scale=0.3)
+    design = lam * torch.eye(d, dtype=torch.float64).expand(R, d, d).clone()
+    for _ in range(T):
+        contexts = torch.randn(R, K, d, generator=gen)
+        actions = torch.randint(0, K, (R,), generator=gen)
+        agent.update(contexts, actions, torch.randint(0, 2, (R,), generator=gen).float())
+        x = contexts[torch.arange(R), actions].double()
+        design += x[:, :, None] * x[:, None, :]
+    factor = agent.sampling_factor.double()
+    torch.testing.assert_close(factor @ factor.mT, torch.linalg.inv(design), rtol=1e-4, atol=1e-6)
+    z = agent._normals(agent.keys, agent.t).double()  # this round's z
+    want = agent.theta_bar.double() + 0.3 * (factor @ z[..., None])[..., 0]
+    torch.testing.assert_close(agent.sample_theta().double(), want)
