@@ -1,0 +1,58 @@
+"""The table behind ``tests/agents/test_regret_sanity.py``: final regret against uniform random.
+
+Every agent with its library defaults plays the same seeds (one batch, replicas =
+seeds 0..3 by default) of ``LinearBandit-v0`` and ``LogisticBandit-v0`` for T = 2,000
+rounds. Prints final cumulative regret, mean +- standard error over the seeds, and its
+ratio to uniform random's mean (the tests require < 0.25 on the linear env and < 0.6
+on the logistic one).
+
+    python benchmarks/regret_sanity.py
+    python benchmarks/regret_sanity.py --envs LinearBandit-v0 --seeds 10
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+import bandit_gym  # noqa: F401  (registers the envs)
+from agents import GLMTSL, LMCTS, SGDTS, UCBGLM, EpsGreedy, LinTS, LinUCB, UniformRandom
+
+AGENTS = {
+    "LinearBandit-v0": [("LMCTS", LMCTS, {}), ("LinTS", LinTS, {}), ("LinUCB", LinUCB, {}),
+                        ("EpsGreedy", EpsGreedy, {})],
+    "LogisticBandit-v0": [("LMCTS (glm)", LMCTS, {"model": "glm"}), ("UCBGLM", UCBGLM, {}),
+                          ("GLMTSL", GLMTSL, {}), ("SGDTS", SGDTS, {})],
+}
+
+
+def final_regret(env_id: str, rounds: int, seeds: int, agent_class: type, **kwargs) -> np.ndarray:
+    env = gym.make_vec(env_id, num_envs=seeds, vectorization_mode="vector_entry_point", device="cpu",
+                       horizon=rounds)
+    return agent_class(env, seed=0, device="cpu", **kwargs).learn(env).history["regret"].sum(axis=0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2000)
+    parser.add_argument("--seeds", type=int, default=4, help="seeds 0..n-1 as one batch (default 4, as the tests)")
+    parser.add_argument("--envs", nargs="+", default=list(AGENTS), choices=list(AGENTS))
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    print(f"T = {args.rounds}, seeds 0..{args.seeds - 1} as one batch, library defaults\n")
+    print("| env | agent | regret | / random |")
+    print("|---|---|---:|---:|")
+    for env_id in args.envs:
+        random = final_regret(env_id, args.rounds, args.seeds, UniformRandom)
+        for name, cls, kwargs in [("UniformRandom", UniformRandom, None), *AGENTS[env_id]]:
+            regret = random if kwargs is None else final_regret(env_id, args.rounds, args.seeds, cls, **kwargs)
+            se = regret.std(ddof=1) / np.sqrt(len(regret))
+            print(f"| {env_id} | {name} | {regret.mean():.1f} +- {se:.1f} | {regret.mean() / random.mean():.2f} |",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
