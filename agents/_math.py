@@ -62,7 +62,8 @@ def optimistic_scores(contexts: torch.Tensor, theta: torch.Tensor, inverse: torc
         width = np.einsum("rkd,rkd->rk", np.matmul(x, inverse.numpy()), x)  # (R, K)
         np.sqrt(np.maximum(width, 0.0, out=width), out=width)  # rounding can make x^T V^-1 x < 0 by an ulp
         width *= nu
-        return torch.from_numpy(width.__iadd__(means))
+        width += means
+        return torch.from_numpy(width)
     width = quad_form(inverse, contexts).clamp_(min=0.0).sqrt_()  # (R, K)
     return scores(contexts, theta) + nu * width
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import GrowingTable  # noqa: E402
 from linear_paper import SETTINGS, mean_se, run_agent  # noqa: E402
 
 
@@ -38,23 +39,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
-    lines = [
+    emit = GrowingTable([
         f"T = {args.rounds}, {args.seeds} seeds as one batch, d = 20, 50 arms; LMC-TS: linear model, "
         "eta_t = eta_0 / t, K = 100, lambda = 1. Regret: final cumulative regret, mean +- s.e. over seeds.",
         "",
         "| setting | agent | hyperparameters | regret | / LinTS default | wall (s) |",
         "|---|---|---|---:|---:|---:|",
-    ]
-
-    def emit(line: str) -> None:
-        lines.append(line)
-        print(line, flush=True)
-        if args.out is not None:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text("\n".join(lines) + "\n")
-
-    for line in lines[:]:
-        print(line)
+    ], args.out).row
     for setting in args.settings:
         wall, regret = run_agent("LinTS", setting, args.rounds, args.seeds)
         reference, se = mean_se(regret)

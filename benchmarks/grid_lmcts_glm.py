@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import GrowingTable  # noqa: E402
 from regret_sanity import final_regret  # noqa: E402
 
 from agents import GLMTSL, LMCTS, SGDTS, UCBGLM, UniformRandom  # noqa: E402
@@ -35,18 +36,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None, help="Markdown file to write the table to")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    lines = [f"{ENV}, T = {args.rounds}, seeds 0..{args.seeds - 1} as one batch; LMC-TS: glm model, full batch, "
-             "eta_t = eta_0 / t, K = 100, lambda = 1. Regret: final cumulative regret, mean +- s.e. over seeds.",
-             "", "| agent | hyperparameters | regret | / random | wall (s) |", "|---|---|---:|---:|---:|"]
-
-    def emit(line: str) -> None:
-        lines.append(line)
-        print(line, flush=True)
-        if args.out is not None:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text("\n".join(lines) + "\n")
-
-    print("\n".join(lines), flush=True)
+    emit = GrowingTable([
+        f"{ENV}, T = {args.rounds}, seeds 0..{args.seeds - 1} as one batch; LMC-TS: glm model, full batch, "
+        "eta_t = eta_0 / t, K = 100, lambda = 1. Regret: final cumulative regret, mean +- s.e. over seeds.",
+        "", "| agent | hyperparameters | regret | / random | wall (s) |", "|---|---|---:|---:|---:|",
+    ], args.out).row
 
     def row(name: str, label: str, cls: type, reference: float | None, **kwargs) -> float:
         start = time.perf_counter()

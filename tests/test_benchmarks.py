@@ -31,3 +31,18 @@ def test_linear_paper_prints_every_row():
     rows = [line for line in out.splitlines() if line.startswith("| changing") or line.startswith("| fixed")]
     assert len(rows) == 6, out  # 2 settings x (2 agents + the numpy reference)
     assert all(" +- " in row for row in rows)
+
+
+def test_growing_table_keeps_the_file_whole(tmp_path, capsys):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from _report import GrowingTable
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    out = tmp_path / "results" / "grid.md"
+    table = GrowingTable(["| a | b |", "|---|---|"], out)
+    assert out.read_text() == "| a | b |\n|---|---|\n"
+    table.row("| 1 | 2 |")
+    assert out.read_text().splitlines()[-1] == "| 1 | 2 |"
+    assert [p.name for p in out.parent.iterdir()] == ["grid.md"]  # no temporary file left behind
+    assert "| 1 | 2 |" in capsys.readouterr().out

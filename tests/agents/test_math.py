@@ -43,6 +43,20 @@ def _problem(R, K, d, seed=0):
 # Each function has a numpy path (plain CPU tensors) and a torch path (CUDA, or tensors that
 # require grad). Both must agree with a float64 reference, and the CPU path must give a
 # replica the same bits alone as inside a batch.
+def _check_paths(fn, args, got, grad_arg=1, atol=1e-6):
+    """The torch path (argument ``grad_arg`` requiring grad) agrees with ``got``; every replica alone equals its row."""
+    args = list(args)
+    traced = [a.clone().requires_grad_() if i == grad_arg else a for i, a in enumerate(args)]
+    outputs = (got,) if isinstance(got, torch.Tensor) else got
+    via_torch = fn(*traced)
+    for g, t in zip(outputs, (via_torch,) if isinstance(via_torch, torch.Tensor) else via_torch, strict=True):
+        torch.testing.assert_close(t.detach(), g, rtol=1e-5, atol=atol)
+    for r in range(len(args[0])):
+        alone = fn(*(a[r : r + 1] if isinstance(a, torch.Tensor) else a for a in args))
+        alone = (alone,) if isinstance(alone, torch.Tensor) else alone
+        assert all(torch.equal(a, g[r : r + 1]) for a, g in zip(alone, outputs, strict=True))
+
+
 @pytest.mark.parametrize(("R", "K", "d"), [(10, 50, 20), (7, 7, 21), (5, 10, 9)])
 def test_optimistic_scores_both_paths(R, K, d):
     matrix, x, theta = _problem(R, K, d)
@@ -50,11 +64,7 @@ def test_optimistic_scores_both_paths(R, K, d):
     want = torch.einsum("rkd,rd->rk", x.double(), theta.double()) + 0.7 * width
     got = _math.optimistic_scores(x, theta, matrix, 0.7)
     torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
-    via_torch = _math.optimistic_scores(x, theta.requires_grad_(), matrix, 0.7)
-    torch.testing.assert_close(via_torch.detach(), got, rtol=1e-5, atol=1e-5)
-    for r in range(R):
-        alone = _math.optimistic_scores(x[r : r + 1], theta[r : r + 1].detach(), matrix[r : r + 1], 0.7)
-        assert torch.equal(alone, got[r : r + 1])
+    _check_paths(_math.optimistic_scores, (x, theta, matrix, 0.7), got, atol=1e-5)
 
 
 @pytest.mark.parametrize(("R", "d"), [(10, 20), (7, 21), (33, 63)])
@@ -68,12 +78,7 @@ def test_ridge_update_both_paths(R, d):
     want = (torch.linalg.inv(design), b_want, torch.linalg.solve(design, b_want))
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g.double(), w, rtol=1e-4, atol=1e-5)
-    via_torch = _math.ridge_update(inverse, b.clone().requires_grad_(), x, rewards)
-    for g, t in zip(got, via_torch, strict=True):
-        torch.testing.assert_close(t.detach(), g, rtol=1e-5, atol=1e-6)
-    for r in range(R):
-        alone = _math.ridge_update(inverse[r : r + 1], b[r : r + 1], x[r : r + 1], rewards[r : r + 1])
-        assert all(torch.equal(a, g[r : r + 1]) for a, g in zip(alone, got, strict=True))
+    _check_paths(_math.ridge_update, (inverse, b, x, rewards), got)
 
 
 def test_matvec_and_scores_are_batch_size_invariant():
@@ -117,9 +122,5 @@ def test_square_root_update_both_paths(R, d):
     torch.testing.assert_close(factor @ factor.mT, torch.linalg.inv(design), rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(got[1].double(), b_want, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(got[2].double(), torch.linalg.solve(design, b_want), rtol=1e-4, atol=1e-5)
-    via_torch = _math.square_root_update(root, b.clone().requires_grad_(), x, rewards)
-    for g, t in zip(got, via_torch, strict=True):
-        torch.testing.assert_close(t.detach(), g, rtol=1e-5, atol=1e-6)
-    for r in range(R):
-        alone = _math.square_root_update(root[r : r + 1], b[r : r + 1], x[r : r + 1], rewards[r : r + 1])
-        assert all(torch.equal(a, g[r : r + 1]) for a, g in zip(alone, got, strict=True))
+    _check_paths(_math.square_root_update, (root, b, x, rewards), got)
+    _check_paths(_math.potter_update, (root, x), got[0], grad_arg=0)
