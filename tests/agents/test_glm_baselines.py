@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -190,16 +189,19 @@ def test_bad_hyperparameters_raise(cls, kwargs, match):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("cls", AGENTS)
 def test_cuda_agrees_with_cpu(cls):
-    runs = {}
-    for device in ("cpu", "cuda"):
-        venv = gym.make_vec("LogisticBandit-v0", num_envs=3, vectorization_mode="vector_entry_point",
-                            device=device, **SMALL)
-        runs[device] = cls(venv, seed=0, device=device).learn(venv, total_timesteps=100)
-    # Float reductions may differ in the last ulp between devices; argmax decisions almost never do.
-    match = (runs["cpu"].history["action"] == runs["cuda"].history["action"]).mean()
-    assert match > 0.97
-    if match == 1.0:
-        torch.testing.assert_close(runs["cuda"].theta_hat.cpu(), runs["cpu"].theta_hat, rtol=1e-4, atol=1e-4)
+    # The same recorded rounds on both devices (see the linear baselines' twin of this test):
+    # the MLE and the samplers' state agree to float32 rounding.
+    R, K, d, T = 3, SMALL["n_arms"], SMALL["dim"], 100
+    contexts, actions, _, rewards = _logistic_rounds(T, R, K, d, seed=22)
+    agents = {device: cls(None, n_arms=K, dim=d, num_replicas=R, seed=0, device=device)
+              for device in ("cpu", "cuda")}
+    for x, a, r in zip(contexts, actions, rewards, strict=True):
+        for device, agent in agents.items():
+            agent.update(x.to(device), a.to(device), r.to(device))
+    cpu, cuda = agents["cpu"], agents["cuda"]
+    torch.testing.assert_close(cuda.theta_hat.cpu(), cpu.theta_hat, rtol=1e-3, atol=1e-4)
+    if cls is not UCBGLM:
+        torch.testing.assert_close(cuda.sample_theta().cpu(), cpu.sample_theta(), rtol=1e-3, atol=1e-4)
 
 
 @pytest.mark.parametrize("cls", [GLMTSL, SGDTS])
