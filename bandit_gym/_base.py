@@ -123,8 +123,8 @@ class BanditSimulator(ABC):
         return self.t >= self.horizon
 
     def info(self) -> dict[str, torch.Tensor]:
-        """What the current observation's arms are worth (never needed to act)."""
-        return {"expected_rewards": self.expected, "optimal_action": self.optimal_action}
+        """What the current observation's arms are worth (never needed to act); copies, the caller's to keep."""
+        return {"expected_rewards": self.expected.clone(), "optimal_action": self.optimal_action.clone()}
 
 
 def _action_error(action: Any, n_arms: int, why: str) -> ValueError:

@@ -98,7 +98,8 @@ class SyntheticBanditSimulator(BanditSimulator):
             self._fixed_expected = self._mean_rewards(self.fixed_arms)  # (R, K)
 
     def _round(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
-        # New tensors each round (callers may keep or modify them), or views of a block of rounds.
+        # Callers may keep or modify what they get: a fixed arm set is copied each round; a changing
+        # one is a view of this round's rows of the block, which nothing reads again.
         if not self.changing_arms:
             return self.fixed_arms.clone(), self._fixed_expected.clone()
         index, row = divmod(t, self._context_block)
@@ -107,7 +108,7 @@ class SyntheticBanditSimulator(BanditSimulator):
             contexts = _unit_normal(self.keys, _rng.STREAM_CONTEXT, index, shape)  # (R, B, K, d)
             self._block, self._block_index = (contexts, self._mean_rewards(contexts)), index
         contexts, expected = self._block
-        return contexts[:, row].clone(), expected[:, row]  # (R, K, d), (R, K)
+        return contexts[:, row], expected[:, row]  # (R, K, d), (R, K)
 
     def _linear_scores(self, contexts: torch.Tensor) -> torch.Tensor:
         """``x . theta*`` for ``(R, ..., d)`` features -> ``(R, ...)``."""

@@ -134,3 +134,23 @@ def test_cuda_vector_env_matches_cpu(env_id):
         b, rb, *_ = gpu.step(actions.cuda())
         torch.testing.assert_close(a, b.cpu(), rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(ra, rb.cpu(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("env_id", ["LinearBandit-v0", "LinearBanditFixed-v0"])
+def test_observations_are_the_callers_to_modify(env_id):
+    # A changing arm set comes as a view of the env's block of rounds, a fixed one as a copy: either
+    # way, writing into an observation must change nothing the env does afterwards.
+    twins = [gym.make_vec(env_id, num_envs=3, vectorization_mode="vector_entry_point", horizon=40) for _ in range(2)]
+    kept = []
+    for env in twins:
+        obs, _ = env.reset(seed=4)
+        kept.append(obs.clone())
+    actions = torch.tensor([1, 2, 3])
+    for _ in range(20):
+        (obs_a, reward_a, _, _, info_a), (obs_b, reward_b, _, _, info_b) = (env.step(actions) for env in twins)
+        assert torch.equal(obs_a, obs_b) and torch.equal(reward_a, reward_b)
+        assert torch.equal(info_a["regret"], info_b["regret"])
+        assert torch.equal(info_a["expected_rewards"], info_b["expected_rewards"])
+        obs_a.fill_(7.0)  # the caller scribbles on one twin's observation and info
+        info_a["expected_rewards"].fill_(7.0)
+    assert torch.equal(kept[0], kept[1])
