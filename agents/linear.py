@@ -35,6 +35,9 @@ def env_horizon(env: gym.Env | gym.vector.VectorEnv | None) -> int | None:
 class _RidgeAgent(BanditAgent):
     """Ridge regression statistics ``V^-1, b, theta_hat`` shared by the linear baselines.
 
+    ``V^-1`` is kept by Sherman-Morrison updates; a subclass that keeps ``V^-1`` in another
+    form overrides :meth:`_initial_inverse` and :meth:`_ridge_update` (see :class:`LinTS`).
+
     Args:
         env: The env (sizes and replica count come from its spaces), or None with the sizes.
         lambda_reg: Ridge penalty lambda > 0; ``V_1 = lambda I``.
@@ -48,10 +51,14 @@ class _RidgeAgent(BanditAgent):
         super().__init__(env, seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
         self.lambda_reg = check_positive("lambda_reg", lambda_reg)
         R, d = self.num_replicas, self.dim
-        eye = torch.eye(d, device=self.device)
-        self.design_inverse = (eye / self.lambda_reg).expand(R, d, d).clone()  # V^-1 (R, d, d)
+        self._initial_inverse()
         self.reward_sum = torch.zeros(R, d, device=self.device)  # b (R, d)
         self.theta_hat = torch.zeros(R, d, device=self.device)  # V^-1 b (R, d)
+
+    def _initial_inverse(self) -> None:
+        """``V_1^-1 = I / lambda``, ``(R, d, d)``."""
+        eye = torch.eye(self.dim, device=self.device)
+        self.design_inverse = (eye / self.lambda_reg).expand(self.num_replicas, self.dim, self.dim).clone()
 
     def hyperparameters(self) -> dict[str, Any]:
         return {"lambda_reg": self.lambda_reg}
@@ -143,11 +150,12 @@ class LinTS(_RidgeAgent):
         self.horizon = check_int("horizon", horizon)
         #: ``v = c sqrt(d log T)``, the scale of the posterior draw.
         self.posterior_scale = self.exploration_scale * math.sqrt(self.dim * math.log(self.horizon))
-        R, d = self.num_replicas, self.dim
-        del self.design_inverse  # the square root S serves instead (see the class docstring)
-        # S with S S^T = V^-1 (R, d, d)
-        self.sampling_factor = torch.eye(d, device=self.device).expand(R, d, d) / math.sqrt(self.lambda_reg)
-        self._normals = _rng.BlockDraws("normal", _rng_streams.SAMPLE, (d,))  # z for each round
+        self._normals = _rng.BlockDraws("normal", _rng_streams.SAMPLE, (self.dim,))  # z for each round
+
+    def _initial_inverse(self) -> None:
+        """``S_1 = I / sqrt(lambda)``: LinTS keeps a square root ``S`` of ``V^-1`` (``S S^T = V^-1``)."""
+        eye = torch.eye(self.dim, device=self.device)
+        self.sampling_factor = (eye / math.sqrt(self.lambda_reg)).expand(self.num_replicas, self.dim, self.dim).clone()
 
     def hyperparameters(self) -> dict[str, Any]:
         return {**super().hyperparameters(), "exploration_scale": self.exploration_scale, "horizon": self.horizon}

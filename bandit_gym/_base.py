@@ -99,7 +99,11 @@ class BanditSimulator(ABC):
         self._observe()
 
     def _round(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Arm features ``(R, K, d)`` of round ``t`` (0-based, a new tensor) and their expected rewards ``(R, K)``."""
+        """Arm features ``(R, K, d)`` of round ``t`` (0-based) and their expected rewards ``(R, K)``.
+
+        The features are the caller's to keep or modify: a new tensor, or a view of memory the
+        simulator never reads again.
+        """
         contexts = self._contexts(t)
         return contexts, self._mean_rewards(contexts)
 
