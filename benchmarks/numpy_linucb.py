@@ -1,17 +1,24 @@
-"""A plain, single-seed numpy LinUCB: the yardstick for the batched agents' speed.
+"""Plain numpy LinUCB loops: the yardsticks for the batched agents' speed.
 
-This is the "plain per-seed numpy Sherman-Morrison" implementation the speed
+``run`` is the "plain per-seed numpy Sherman-Morrison" implementation the speed
 targets of ``benchmarks/linear_paper.py`` are measured against: one seed, float64,
 its own ``numpy.random.Generator`` for the arms and the noise (so its regret is
 comparable in distribution to ``LinearBandit-v0``'s, not equal draw for draw), no
 Gymnasium, no torch. Running it tells how fast this machine is right now.
 
+``run_batched`` is the floor of this project's design: all seeds as one float32
+numpy batch, drawing the arm sets from the envs' own counter-based generator (the
+same blocks as ``LinearBandit-v0``), but with the env and the agent written inline
+in one loop: no Gymnasium ``step``, no agent classes, no checks.
+
     python benchmarks/numpy_linucb.py --seeds 3
+    python benchmarks/numpy_linucb.py --seeds 10 --batched
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 import numpy as np
@@ -47,12 +54,62 @@ def run(seed: int, rounds: int = 10_000, n_arms: int = 50, dim: int = 20, changi
     return regret
 
 
+def run_batched(seeds: int, rounds: int = 10_000, n_arms: int = 50, dim: int = 20,
+                exploration_scale: float = 0.1, noise_std: float = math.sqrt(0.5)) -> tuple[np.ndarray, float, float]:
+    """LinUCB on changing arm sets for seeds ``0..seeds-1`` at once.
+
+    Returns (regret per seed, seconds of the loop, seconds of it spent on the env's draws); the
+    imports (torch takes seconds without cached bytecode) are not timed.
+    """
+    import torch
+
+    from bandit_gym import _rng
+
+    loop_start = time.perf_counter()
+    keys = _rng.seed_to_key(torch.arange(seeds))
+    theta_star = _rng.normal(keys, _rng.STREAM_INSTANCE, 0, (dim,)).numpy()  # (R, d)
+    theta_star /= np.linalg.norm(theta_star, axis=-1, keepdims=True)
+    block = max(1, 8192 // (n_arms * dim))  # the envs' block of rounds
+    rows = np.arange(seeds)
+    design_inverse = np.tile(np.eye(dim, dtype=np.float32), (seeds, 1, 1))  # (R, d, d)
+    reward_sum, theta_hat = np.zeros((seeds, dim), np.float32), np.zeros((seeds, dim), np.float32)
+    regret, draw_seconds = np.zeros(seeds), 0.0
+    for t in range(rounds):
+        if t % block == 0:
+            start = time.perf_counter()
+            z = _rng.normal(keys, _rng.STREAM_CONTEXT, t // block, (block, n_arms, dim)).numpy()
+            arm_blocks = z / np.linalg.norm(z, axis=-1, keepdims=True)  # (R, B, K, d)
+            mean_blocks = np.einsum("rbkd,rd->rbk", arm_blocks, theta_star)  # (R, B, K)
+            draw_seconds += time.perf_counter() - start
+        if t % 256 == 0:
+            noise = _rng.normal(keys, _rng.STREAM_REWARD, t // 256, (256,)).numpy()  # (R, 256)
+        arms, means = arm_blocks[:, t % block], mean_blocks[:, t % block]  # (R, K, d), (R, K)
+        nu = exploration_scale * math.sqrt(dim * math.log(t + 1))  # a Python float keeps the arrays float32
+        width = np.sqrt(np.maximum(np.einsum("rkd,rkd->rk", np.matmul(arms, design_inverse), arms), 0.0))
+        action = (np.matmul(arms, theta_hat[:, :, None])[:, :, 0] + nu * width).argmax(axis=1)  # (R,)
+        x, chosen = arms[rows, action], means[rows, action]  # (R, d), (R,)
+        regret += means.max(axis=1) - chosen
+        vx = np.matmul(design_inverse, x[:, :, None])[:, :, 0]  # (R, d)
+        design_inverse = design_inverse - vx[:, :, None] * vx[:, None, :] / (1.0 + (vx * x).sum(-1))[:, None, None]
+        reward_sum = reward_sum + (chosen + noise_std * noise[:, t % 256])[:, None] * x
+        theta_hat = np.matmul(design_inverse, reward_sum[:, :, None])[:, :, 0]
+    return regret, time.perf_counter() - loop_start, draw_seconds
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10_000)
     parser.add_argument("--seeds", type=int, default=3, help="seeds, run one after another (default 3)")
     parser.add_argument("--fixed", action="store_true", help="one arm set per run instead of a new one each round")
+    parser.add_argument("--batched", action="store_true",
+                        help="all seeds as one batch with the envs' draws (changing arms): the design's floor")
     args = parser.parse_args(argv)
+    if args.batched:
+        regret, seconds, draw_seconds = run_batched(args.seeds, args.rounds)
+        print(f"{args.seeds} seeds as one batch: {seconds:.2f} s "
+              f"(the env's draws {draw_seconds:.2f} s), cumulative regret {regret.mean():.1f} "
+              f"+- {regret.std(ddof=1) / np.sqrt(len(regret)):.1f}")
+        return
     for seed in range(args.seeds):
         start = time.perf_counter()
         regret = run(seed, args.rounds, changing_arms=not args.fixed)
