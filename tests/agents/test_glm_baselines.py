@@ -1,5 +1,5 @@
 """UCBGLM, GLMTSL and SGDTS: the MLE against scikit-learn, the Laplace draw, SGD-TS's epochs,
-determinism, batching, persistence and bad input."""
+bad input, CUDA. Seeding, batching and persistence: ``test_baseline_contract.py``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from replicas import batched_and_single_runs, make_vec, seeded_histories
+from replicas import make_vec
 from sklearn.linear_model import LogisticRegression
 
 import bandit_gym  # noqa: F401  (registers the envs)
@@ -132,39 +132,6 @@ def test_sgdts_explores_uniformly_for_tau_rounds():
 
 def _vec(num_envs=3):
     return make_vec("LogisticBandit-v0", num_envs, SMALL)
-
-
-@pytest.mark.parametrize("cls", AGENTS)
-def test_seeded_learn_is_reproducible_and_seeds_differ(cls):
-    runs = seeded_histories(cls, "LogisticBandit-v0", SMALL, rounds=100)
-    np.testing.assert_array_equal(runs[0]["action"], runs[1]["action"])
-    assert not np.array_equal(runs[0]["action"], runs[2]["action"])
-
-
-@pytest.mark.parametrize("cls", AGENTS)
-def test_batched_replica_equals_single_run(cls):
-    batched, singles = batched_and_single_runs(cls, "LogisticBandit-v0", SMALL, rounds=100)
-    for r, single in singles.items():
-        np.testing.assert_array_equal(single.history["action"], batched.history["action"][:, r])
-        assert torch.equal(single.theta_hat[0], batched.theta_hat[r])
-
-
-@pytest.mark.parametrize("cls", AGENTS)
-def test_save_load_round_trip(cls, tmp_path):
-    agent = cls(_vec(), seed=2, device="cpu").learn(_vec(), total_timesteps=70)  # past SGD-TS's first epoch
-    agent.save(tmp_path / "agent.pt")
-    loaded = cls.load(tmp_path / "agent.pt", device="cpu")
-    assert loaded.t == agent.t and loaded.hyperparameters() == agent.hyperparameters()
-    for name in cls.state_names:
-        assert torch.equal(getattr(loaded, name), getattr(agent, name)), name
-    obs, _ = _vec().reset(seed=9)
-    for _ in range(5):
-        a1, _ = agent.predict(obs)
-        a2, _ = loaded.predict(obs)
-        assert torch.equal(a1, a2)
-        agent.update(obs, a1, torch.ones(3))
-        loaded.update(obs, a2, torch.ones(3))
-    assert torch.equal(agent.theta_hat, loaded.theta_hat)
 
 
 @pytest.mark.parametrize(
