@@ -119,8 +119,7 @@ class LinearModel(RewardModel):
 
     def __init__(self, num_replicas: int, dim: int, lambda_reg: float, device: torch.device) -> None:
         super().__init__(num_replicas, dim, lambda_reg, device)
-        eye = torch.eye(dim, device=device)
-        self.gram = (lambda_reg * eye).expand(num_replicas, dim, dim).clone()  # V, (R, d, d)
+        self.gram = _math.scaled_identity(num_replicas, dim, lambda_reg, device)  # V, (R, d, d)
         self.moment = torch.zeros(num_replicas, dim, device=device)  # b, (R, d)
 
     def scores(self, params: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:

@@ -27,6 +27,11 @@ def _numpy_ok(a: torch.Tensor, b: torch.Tensor | None = None) -> bool:
     return a.is_cpu and not a.requires_grad and (b is None or (b.is_cpu and not b.requires_grad))
 
 
+def scaled_identity(num_replicas: int, dim: int, scale: float, device: torch.device) -> torch.Tensor:
+    """``scale * I`` for every replica, ``(R, d, d)`` float32 (a fresh tensor, safe to update)."""
+    return (scale * torch.eye(dim, device=device)).expand(num_replicas, dim, dim).clone()
+
+
 def matvec(matrix: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
     """``(R, d, d) @ (R, d) -> (R, d)``, reduction order independent of R."""
     if _numpy_ok(matrix, vector):

@@ -61,8 +61,7 @@ class _LogisticAgent(BanditAgent):
         self.history_contexts = torch.zeros(R, self._initial_capacity, d, device=self.device)  # (R, cap, d)
         self.history_rewards = torch.zeros(R, self._initial_capacity, device=self.device)  # (R, cap)
         self.theta_hat = torch.zeros(R, d, device=self.device)  # MLE estimate (R, d)
-        eye = torch.eye(d, device=self.device)
-        self.bound_inverse = (eye / self.lambda_reg).expand(R, d, d).clone()  # B^-1 (R, d, d)
+        self.bound_inverse = _math.scaled_identity(R, d, 1.0 / self.lambda_reg, self.device)  # B^-1 (R, d, d)
         self._explore_draws = _rng.BlockDraws("uniform", _rng_streams.EXPLORE, ())
 
     def hyperparameters(self) -> dict[str, Any]:
@@ -180,8 +179,8 @@ class UCBGLM(_LogisticAgent):
         super().__init__(env, lambda_reg=lambda_reg, n_explore_rounds=n_explore_rounds, n_mle_steps=n_mle_steps,
                          seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
         self.exploration_scale = check_positive("exploration_scale", exploration_scale, allow_zero=True)
-        eye = torch.eye(self.dim, device=self.device)
-        self.design_inverse = (eye / self.lambda_reg).expand(self.num_replicas, self.dim, self.dim).clone()  # V^-1
+        self.design_inverse = _math.scaled_identity(self.num_replicas, self.dim, 1.0 / self.lambda_reg,
+                                                    self.device)  # V^-1 (R, d, d)
 
     def hyperparameters(self) -> dict[str, Any]:
         return {**super().hyperparameters(), "exploration_scale": self.exploration_scale}
@@ -233,9 +232,9 @@ class GLMTSL(_LogisticAgent):
         super().__init__(env, lambda_reg=lambda_reg, n_explore_rounds=n_explore_rounds, n_mle_steps=n_mle_steps,
                          seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
         self.exploration_scale = check_positive("exploration_scale", exploration_scale, allow_zero=True)
-        eye = torch.eye(self.dim, device=self.device)
         # S = L^-T with L L^T = H, so S S^T = H^-1 (R, d, d)
-        self.sampling_factor = (eye / math.sqrt(self.lambda_reg)).expand(self.num_replicas, self.dim, self.dim).clone()
+        self.sampling_factor = _math.scaled_identity(self.num_replicas, self.dim, 1.0 / math.sqrt(self.lambda_reg),
+                                                     self.device)
         self._normals = _rng.BlockDraws("normal", _rng_streams.SAMPLE, (self.dim,))
 
     def hyperparameters(self) -> dict[str, Any]:
@@ -302,9 +301,8 @@ class SGDTS(_LogisticAgent):
         R, d = self.num_replicas, self.dim
         zeros = torch.zeros(R, d, device=self.device)
         self.anchor, self.theta_tilde, self.theta_bar, self.epoch_gradient = (zeros.clone() for _ in range(4))
-        eye = torch.eye(d, device=self.device)
         # S S^T = V^-1 with V = lambda I + sum x x^T, kept by Potter's O(d^2) square-root update
-        self.sampling_factor = (eye / math.sqrt(self.lambda_reg)).expand(R, d, d).clone()
+        self.sampling_factor = _math.scaled_identity(R, d, 1.0 / math.sqrt(self.lambda_reg), self.device)
         self._normals = _rng.BlockDraws("normal", _rng_streams.SAMPLE, (d,))
 
     def hyperparameters(self) -> dict[str, Any]:

@@ -57,8 +57,7 @@ class _RidgeAgent(BanditAgent):
 
     def _initial_inverse(self) -> None:
         """``V_1^-1 = I / lambda``, ``(R, d, d)``."""
-        eye = torch.eye(self.dim, device=self.device)
-        self.design_inverse = (eye / self.lambda_reg).expand(self.num_replicas, self.dim, self.dim).clone()
+        self.design_inverse = _math.scaled_identity(self.num_replicas, self.dim, 1.0 / self.lambda_reg, self.device)
 
     def hyperparameters(self) -> dict[str, Any]:
         return {"lambda_reg": self.lambda_reg}
@@ -154,8 +153,8 @@ class LinTS(_RidgeAgent):
 
     def _initial_inverse(self) -> None:
         """``S_1 = I / sqrt(lambda)``: LinTS keeps a square root ``S`` of ``V^-1`` (``S S^T = V^-1``)."""
-        eye = torch.eye(self.dim, device=self.device)
-        self.sampling_factor = (eye / math.sqrt(self.lambda_reg)).expand(self.num_replicas, self.dim, self.dim).clone()
+        self.sampling_factor = _math.scaled_identity(self.num_replicas, self.dim, 1.0 / math.sqrt(self.lambda_reg),
+                                                     self.device)
 
     def hyperparameters(self) -> dict[str, Any]:
         return {**super().hyperparameters(), "exploration_scale": self.exploration_scale, "horizon": self.horizon}
