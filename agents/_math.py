@@ -3,15 +3,15 @@
 Every function here gives replica ``r`` of a batch the same bits as a single run
 (``R = 1``), which is what makes a batched run equal its single-run twins.
 
-On CPU the products run through numpy on zero-copy views of the tensors:
-``np.matmul`` on stacked arrays calls BLAS once per replica with that replica's
-own shapes, so it is batch-size invariant by construction (``tests/agents/test_math.py``),
-while ``torch.bmm`` is not (measured with torch 2.14 on CPU: it differs for d = 9, 21, 63,
-and matrix-vector ``bmm`` for most d). numpy's per-call cost on these small arrays is
-also a fraction of torch's (at R=10, K=50, d=20: 6 us against 19 us for the
-scores, 3.5 us against 31 us for a finiteness check), and the agents call these
-functions every round. Elsewhere (CUDA) the same math is written as elementwise
-multiply + sum over the last axis, whose reduction does not depend on R.
+On CPU (float32 tensors that need no gradient) the work runs in the compiled kernels of
+``agents._kernels`` on zero-copy numpy views of the tensors: one loop per replica, the
+same instructions for every replica, so batch-size invariance holds by construction
+(``tests/agents/test_math.py``), which ``torch.bmm`` does not promise (measured with torch
+2.14 on CPU: it differs for d = 9, 21, 63, and matrix-vector ``bmm`` for most d). The
+agents call these functions every round on small arrays, where a call's fixed cost is
+most of its time: at R=10, K=50, d=20 a LinUCB update takes 13 us in the kernel against
+40 us in numpy and more in torch. Elsewhere (CUDA, autograd) the same math is written as
+elementwise multiply + sum over the last axis, whose reduction does not depend on R.
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from agents import _kernels
 from bandit_gym import _rng
 
 
-def _numpy_ok(a: torch.Tensor, b: torch.Tensor | None = None) -> bool:
-    """True when the tensors are plain CPU tensors (numpy can view them without a copy)."""
-    return a.is_cpu and not a.requires_grad and (b is None or (b.is_cpu and not b.requires_grad))
+def _kernel_ok(*tensors: torch.Tensor) -> bool:
+    """True when the tensors are plain float32 CPU tensors: the kernels can take numpy views of them."""
+    return all(t.is_cpu and not t.requires_grad and t.dtype == torch.float32 for t in tensors)
 
 
 def scaled_identity(num_replicas: int, dim: int, scale: float, device: torch.device) -> torch.Tensor:
@@ -34,41 +35,33 @@ def scaled_identity(num_replicas: int, dim: int, scale: float, device: torch.dev
 
 def matvec(matrix: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
     """``(R, d, d) @ (R, d) -> (R, d)``, reduction order independent of R."""
-    if _numpy_ok(matrix, vector):
-        return torch.from_numpy(np.matmul(matrix.numpy(), vector.numpy()[:, :, None])[:, :, 0])
+    if _kernel_ok(matrix, vector):
+        return torch.from_numpy(_kernels.matvec(matrix.numpy(), vector.numpy()))
     return (matrix * vector[:, None, :]).sum(dim=-1)
 
 
 def quad_form(matrix: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
     """``x^T M x`` for every arm: ``(R, d, d), (R, K, d) -> (R, K)``."""
-    if _numpy_ok(matrix, contexts):
-        x = contexts.numpy()
-        return torch.from_numpy(np.einsum("rkd,rkd->rk", np.matmul(x, matrix.numpy()), x))
+    if _kernel_ok(matrix, contexts):
+        return torch.from_numpy(_kernels.quad_form(matrix.numpy(), contexts.numpy()))
     mx = (contexts[:, :, None, :] * matrix[:, None, :, :]).sum(dim=-1)  # (R, K, d)
     return (mx * contexts).sum(dim=-1)
 
 
 def scores(contexts: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
     """Linear scores ``x . theta``: ``(R, K, d), (R, d) -> (R, K)``."""
-    if _numpy_ok(contexts, theta):
-        return torch.from_numpy(np.matmul(contexts.numpy(), theta.numpy()[:, :, None])[:, :, 0])
+    if _kernel_ok(contexts, theta):
+        return torch.from_numpy(_kernels.scores(contexts.numpy(), theta.numpy()))
     return (contexts * theta[:, None, :]).sum(dim=-1)
 
 
 def optimistic_scores(contexts: torch.Tensor, theta: torch.Tensor, inverse: torch.Tensor, nu: float) -> torch.Tensor:
     """Upper confidence bounds ``x . theta + nu sqrt(x^T V^-1 x)`` for every arm: ``(R, K)``.
 
-    One call instead of :func:`scores`, :func:`quad_form` and four elementwise ops: on CPU,
-    where these run every round, the numpy round trips are most of the cost.
+    One call instead of :func:`scores`, :func:`quad_form` and four elementwise ops.
     """
-    if _numpy_ok(contexts, theta) and _numpy_ok(inverse):
-        x = contexts.numpy()
-        means = np.matmul(x, theta.numpy()[:, :, None])[:, :, 0]  # (R, K)
-        width = np.einsum("rkd,rkd->rk", np.matmul(x, inverse.numpy()), x)  # (R, K)
-        np.sqrt(np.maximum(width, 0.0, out=width), out=width)  # rounding can make x^T V^-1 x < 0 by an ulp
-        width *= nu
-        width += means
-        return torch.from_numpy(width)
+    if _kernel_ok(contexts, theta, inverse):
+        return torch.from_numpy(_kernels.optimistic_scores(contexts.numpy(), theta.numpy(), inverse.numpy(), nu))
     width = quad_form(inverse, contexts).clamp_(min=0.0).sqrt_()  # (R, K)
     return scores(contexts, theta) + nu * width
 
@@ -80,11 +73,8 @@ def ridge_update(inverse: torch.Tensor, reward_sum: torch.Tensor, x: torch.Tenso
     ``(R, d, d), (R, d), x (R, d), rewards (R,)``: Sherman-Morrison for ``V <- V + x x^T``,
     ``b <- b + r x`` and the new estimate ``theta_hat = V^-1 b``, in one call.
     """
-    if _numpy_ok(inverse, reward_sum) and _numpy_ok(x, rewards):
-        xn = x.numpy()
-        b = reward_sum.numpy() + rewards.numpy()[:, None] * xn  # (R, d)
-        m = _sherman_morrison_np(inverse.numpy(), xn)  # (R, d, d)
-        theta = np.matmul(m, b[:, :, None])[:, :, 0]  # (R, d)
+    if _kernel_ok(inverse, reward_sum, x, rewards):
+        m, b, theta = _kernels.ridge_update(inverse.numpy(), reward_sum.numpy(), x.numpy(), rewards.numpy())
         return torch.from_numpy(m), torch.from_numpy(b), torch.from_numpy(theta)
     inverse = sherman_morrison(inverse, x)
     reward_sum = reward_sum + rewards[:, None] * x
@@ -105,19 +95,12 @@ def potter_update(factor: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         Potter and Stern (1963), "Statistical filtering of space navigation measurements";
         Bierman (1977), "Factorization methods for discrete sequential estimation", Chapter V.
     """
-    if _numpy_ok(factor, x):
-        return torch.from_numpy(_potter_np(factor.numpy(), x.numpy()))
+    if _kernel_ok(factor, x):
+        return torch.from_numpy(_kernels.potter_update(factor.numpy(), x.numpy()))
     p = (factor * x[:, :, None]).sum(dim=1)  # (R, d): S^T x
     q = (1.0 + (p * p).sum(dim=-1)).sqrt()  # (R,)
     sp = matvec(factor, p) / (q * (1.0 + q))[:, None]  # (R, d)
     return factor - sp[:, :, None] * p[:, None, :]
-
-
-def _potter_np(m: np.ndarray, v: np.ndarray) -> np.ndarray:
-    p = np.matmul(v[:, None, :], m)[:, 0, :]  # (R, d): p^T = x^T S
-    q = np.sqrt(1.0 + np.einsum("rd,rd->r", p, p))  # (R,)
-    sp = np.matmul(m, p[:, :, None])[:, :, 0] / (q * (1.0 + q))[:, None]  # (R, d)
-    return m - sp[:, :, None] * p[:, None, :]  # (R, d, d)
 
 
 def square_root_update(factor: torch.Tensor, reward_sum: torch.Tensor, x: torch.Tensor,
@@ -126,27 +109,18 @@ def square_root_update(factor: torch.Tensor, reward_sum: torch.Tensor, x: torch.
 
     ``(R, d, d), (R, d), x (R, d), rewards (R,)`` -> ``S, b, theta_hat = S (S^T b)``, in one call.
     """
-    if _numpy_ok(factor, reward_sum) and _numpy_ok(x, rewards):
-        v = x.numpy()
-        m = _potter_np(factor.numpy(), v)  # (R, d, d)
-        b = reward_sum.numpy() + rewards.numpy()[:, None] * v  # (R, d)
-        theta = np.matmul(m, np.matmul(b[:, None, :], m)[:, 0, :, None])[:, :, 0]  # S (S^T b)
+    if _kernel_ok(factor, reward_sum, x, rewards):
+        m, b, theta = _kernels.square_root_update(factor.numpy(), reward_sum.numpy(), x.numpy(), rewards.numpy())
         return torch.from_numpy(m), torch.from_numpy(b), torch.from_numpy(theta)
     factor = potter_update(factor, x)
     reward_sum = reward_sum + rewards[:, None] * x
     return factor, reward_sum, matvec(factor, (factor * reward_sum[:, :, None]).sum(dim=1))
 
 
-def _sherman_morrison_np(m: np.ndarray, v: np.ndarray) -> np.ndarray:
-    mv = np.matmul(m, v[:, :, None])[:, :, 0]  # (R, d); V^-1 is symmetric so x^T V^-1 = (V^-1 x)^T
-    denom = 1.0 + np.einsum("rd,rd->r", mv, v)  # (R,)
-    return m - mv[:, :, None] * mv[:, None, :] / denom[:, None, None]  # see sherman_morrison for the order
-
-
 def sherman_morrison(inverse: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """Rank-one update of ``V^-1`` after ``V <- V + x x^T``: ``(R, d, d), (R, d) -> (R, d, d)``."""
-    if _numpy_ok(inverse, x):
-        return torch.from_numpy(_sherman_morrison_np(inverse.numpy(), x.numpy()))
+    if _kernel_ok(inverse, x):
+        return torch.from_numpy(_kernels.sherman_morrison(inverse.numpy(), x.numpy()))
     vx = matvec(inverse, x)  # (R, d); V^-1 is symmetric so x^T V^-1 = (V^-1 x)^T
     denom = 1.0 + (vx * x).sum(dim=-1)  # (R,)
     # (vx_i vx_j) / denom, not vx_i (vx_j / denom): only the former keeps the update exactly
@@ -156,8 +130,8 @@ def sherman_morrison(inverse: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
 
 def all_finite(tensor: torch.Tensor) -> bool:
     """Whether every entry is finite (no NaN or Inf)."""
-    if _numpy_ok(tensor):
-        return bool(np.isfinite(tensor.numpy()).all())
+    if _kernel_ok(tensor):
+        return bool(_kernels.all_finite(tensor.numpy()))
     return bool(torch.isfinite(tensor).all())
 
 
@@ -169,10 +143,9 @@ def random_argmax(values: torch.Tensor, keys: torch.Tensor, stream: int, counter
     skipped when no row has a tie (they could not change the answer): that saves
     the ~100 us of a draw in almost every round of continuous-valued scores.
     """
-    if _numpy_ok(values):
-        v = values.numpy()
-        first = v.argmax(axis=1)  # (R,)
-        if np.count_nonzero(v == v[np.arange(len(v)), first][:, None]) == len(v):
+    if _kernel_ok(values):
+        first, unique = _kernels.first_argmax(values.numpy())  # (R,)
+        if unique:
             return torch.from_numpy(first)  # every row has a unique maximiser (and no NaN)
     best = values.max(dim=1, keepdim=True).values  # (R, 1)
     noise = _rng.uniform(keys, stream, counter, (values.shape[1],)).to(values.device)  # (R, K)
@@ -217,7 +190,7 @@ def inverse_cholesky_factor(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.T
 
 def chosen_rows(contexts: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """Features of the played arms: ``(R, K, d), (R,) -> (R, d)``."""
-    if _numpy_ok(contexts, actions):
+    if contexts.is_cpu and not contexts.requires_grad and actions.is_cpu:
         return torch.from_numpy(contexts.numpy()[np.arange(len(actions)), actions.numpy()])
     return contexts.gather(1, actions[:, None, None].expand(-1, 1, contexts.shape[2]))[:, 0]
 

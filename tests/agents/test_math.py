@@ -40,9 +40,9 @@ def _problem(R, K, d, seed=0):
     return matrix, torch.randn(R, K, d, generator=gen), torch.randn(R, d, generator=gen)
 
 
-# Each function has a numpy path (plain CPU tensors) and a torch path (CUDA, or tensors that
-# require grad). Both must agree with a float64 reference, and the CPU path must give a
-# replica the same bits alone as inside a batch.
+# Each function has a kernel path (plain float32 CPU tensors, agents._kernels) and a torch path
+# (CUDA, or tensors that require grad). Both must agree with a float64 reference, and the
+# kernel path must give a replica the same bits alone as inside a batch.
 def _check_paths(fn, args, got, grad_arg=1, atol=1e-6):
     """The torch path (argument ``grad_arg`` requiring grad) agrees with ``got``; every replica alone equals its row."""
     args = list(args)
@@ -65,6 +65,17 @@ def test_optimistic_scores_both_paths(R, K, d):
     got = _math.optimistic_scores(x, theta, matrix, 0.7)
     torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
     _check_paths(_math.optimistic_scores, (x, theta, matrix, 0.7), got, atol=1e-5)
+
+
+def test_kernels_take_strided_views_like_copies():
+    # A changing arm set reaches the agents as a view of the env's block (R, B, K, d)[:, b].
+    matrix, _, theta = _problem(4, 6, 5)
+    block = torch.randn(4, 3, 6, 5, generator=torch.Generator().manual_seed(1))
+    view = block[:, 1]
+    assert not view.is_contiguous()
+    for fn, args in ((_math.optimistic_scores, (theta, matrix, 0.7)), (_math.scores, (theta,))):
+        assert torch.equal(fn(view, *args), fn(view.contiguous(), *args))
+    assert torch.equal(_math.quad_form(matrix, view), _math.quad_form(matrix, view.contiguous()))
 
 
 @pytest.mark.parametrize(("R", "d"), [(10, 20), (7, 21), (33, 63)])
