@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from bandit_gym import _rng
@@ -81,8 +82,9 @@ class SyntheticBanditSimulator(BanditSimulator):
         # A block of changing arm sets comes with its expected rewards, computed in one go.
         self._context_block = max(1, 8192 // (self.n_arms * self.dim))
         self._block_index = -1
-        self._block: tuple[torch.Tensor, torch.Tensor] | None = None  # (R, B, K, d), (R, B, K)
-        self._fixed_expected: torch.Tensor | None = None  # (R, K) with a fixed arm set
+        # (R, B, K, d) features, (R, B, K) expected rewards, (R, B) best value and first optimal arm:
+        self._block: tuple[torch.Tensor, ...] | None = None
+        self._fixed: tuple[torch.Tensor, ...] | None = None  # (R, K), (R,), (R,) with a fixed arm set
         self._reward_draws = _rng.BlockDraws(self._reward_kind, _rng.STREAM_REWARD, (), block=256)
 
     def _new_episode(self) -> None:
@@ -94,21 +96,22 @@ class SyntheticBanditSimulator(BanditSimulator):
         self._block_index = -1  # the cached block belongs to the previous episode's keys
         if not self.changing_arms:
             arms = _unit_normal(keys, _rng.STREAM_INSTANCE, 1, (self.n_arms, self.dim))  # (R or 1, K, d)
-            self.fixed_arms = arms.expand(self.num_replicas, -1, -1)  # (R, K, d)
-            self._fixed_expected = self._mean_rewards(self.fixed_arms)  # (R, K)
+            self.fixed_arms = arms.expand(self.num_replicas, -1, -1).contiguous()  # (R, K, d)
+            expected = self._mean_rewards(self.fixed_arms)  # (R, K)
+            self._fixed = (expected, *expected.max(dim=1))  # expected, best, first optimal arm
 
-    def _round(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
-        # Callers may keep or modify what they get: a fixed arm set is copied each round; a changing
-        # one is a view of this round's rows of the block, which nothing reads again.
+    def _round(self, t: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        # The features are the caller's: a fixed arm set is copied each round; a changing one is a
+        # view of this round's rows of the block, which nothing reads again.
         if not self.changing_arms:
-            return self.fixed_arms.clone(), self._fixed_expected.clone()
+            return self.fixed_arms.clone(), *self._fixed
         index, row = divmod(t, self._context_block)
         if index != self._block_index:
             shape = (self._context_block, self.n_arms, self.dim)
             contexts = _unit_normal(self.keys, _rng.STREAM_CONTEXT, index, shape)  # (R, B, K, d)
-            self._block, self._block_index = (contexts, self._mean_rewards(contexts)), index
-        contexts, expected = self._block
-        return contexts[:, row], expected[:, row]  # (R, K, d), (R, K)
+            expected = self._mean_rewards(contexts)  # (R, B, K)
+            self._block, self._block_index = (contexts, expected, *expected.max(dim=2)), index
+        return tuple(part[:, row] for part in self._block)  # (R, K, d), (R, K), (R,), (R,)
 
     def _linear_scores(self, contexts: torch.Tensor) -> torch.Tensor:
         """``x . theta*`` for ``(R, ..., d)`` features -> ``(R, ...)``."""
@@ -116,7 +119,10 @@ class SyntheticBanditSimulator(BanditSimulator):
         return (contexts * theta).sum(dim=-1)
 
     def _gaussian_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
-        return chosen_mean + self.noise_std * self._reward_draws(self.keys, t)  # (R,)
+        noise = self._reward_draws(self.keys, t)  # (R,)
+        if chosen_mean.is_cpu:  # the same float32 ops through numpy views, at a third of torch's per-call cost
+            return torch.from_numpy(chosen_mean.numpy() + np.float32(self.noise_std) * noise.numpy())
+        return chosen_mean + self.noise_std * noise  # (R,)
 
 
 class LinearBanditSimulator(SyntheticBanditSimulator):
