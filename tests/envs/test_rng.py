@@ -37,6 +37,15 @@ def test_numpy_and_torch_paths_give_the_same_bits():
     assert torch.equal(cpu_bits, torch_bits)
 
 
+@pytest.mark.parametrize("n", [1, 7, 4000])
+def test_compiled_split_gives_the_same_floats_as_numpy(n):
+    # normal() on CPU hashes and splits each word in one compiled pass; it must equal the numpy path.
+    keys = _rng.seed_to_key(torch.arange(3) + 11)
+    high, low = _rng._split_block(keys, _rng.STREAM_CONTEXT, 5, n)
+    want_high, want_low = _rng._split_words(_rng._block_bits(keys, _rng.STREAM_CONTEXT, 5, n))
+    assert torch.equal(high, want_high) and torch.equal(low, want_low)
+
+
 def test_numpy_and_torch_paths_split_words_alike():
     # The CPU path reads the uint32 halves of each word; the CUDA path shifts and masks in torch.
     bits = _rng._block_bits(_rng.seed_to_key(torch.arange(4)), _rng.STREAM_REWARD, 3, 257)  # (4, 257)
