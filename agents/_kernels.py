@@ -69,6 +69,22 @@ def scores(x, theta):
 
 
 @njit(**_JIT)
+def sampled_scores(x, center, s, z, scale):
+    """``x . theta`` per arm for ``theta = center + scale * S z``: (R, K) scores."""
+    R, K, d = x.shape
+    scale = np.float32(scale)
+    out = np.empty((R, K), np.float32)
+    u, theta = np.empty(d, np.float32), np.empty(d, np.float32)
+    for r in range(R):
+        _mat_vec(s[r], z[r], u)
+        for j in range(d):
+            theta[j] = center[r, j] + scale * u[j]
+        for k in range(K):
+            out[r, k] = _dot(x[r, k], theta)
+    return out
+
+
+@njit(**_JIT)
 def _widths_into(x, m, xt, xm, width):
     """``width[k] = x_k^T m x_k`` for one replica's arms ``x`` ``(K, d)``, vectorised over the arms.
 

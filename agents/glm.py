@@ -136,8 +136,10 @@ class _LogisticAgent(BanditAgent):
     def _thompson_select(self, contexts: torch.Tensor, center: torch.Tensor) -> torch.Tensor:
         if self.t <= self.n_explore_rounds:
             return self._random_arms()
-        theta = self._sample_around(center) if self.exploration_scale > 0 else center  # (R, d)
-        return self._argmax(_math.scores(contexts, theta))
+        if self.exploration_scale == 0:
+            return self._argmax(_math.scores(contexts, center))
+        z = self._normals(self.keys, self.t)  # (R, d): the same draw as _sample_around's
+        return self._argmax(_math.sampled_scores(contexts, center, self.sampling_factor, z, self.exploration_scale))
 
     def _inverse_factor(self, matrix: torch.Tensor, what: str) -> torch.Tensor:
         """``S`` with ``S S^T = matrix^-1`` (see ``_math.inverse_cholesky_factor``), ``(R, d, d)``."""

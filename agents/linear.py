@@ -166,8 +166,11 @@ class LinTS(_RidgeAgent):
         return self.theta_hat + self.posterior_scale * u
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        theta = self.sample_theta() if self.posterior_scale > 0 else self.theta_hat  # (R, d)
-        return self._argmax(_math.scores(contexts, theta))
+        if self.posterior_scale == 0:
+            return self._argmax(_math.scores(contexts, self.theta_hat))
+        z = self._normals(self.keys, self.t)  # (R, d): the same draw as sample_theta's
+        return self._argmax(_math.sampled_scores(contexts, self.theta_hat, self.sampling_factor, z,
+                                                 self.posterior_scale))  # (R, K)
 
     def _ridge_update(self, x: torch.Tensor, rewards: torch.Tensor) -> None:
         self.sampling_factor, self.reward_sum, self.theta_hat = _math.square_root_update(

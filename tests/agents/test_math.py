@@ -67,6 +67,19 @@ def test_optimistic_scores_both_paths(R, K, d):
     _check_paths(_math.optimistic_scores, (x, theta, matrix, 0.7), got, atol=1e-5)
 
 
+@pytest.mark.parametrize(("R", "K", "d"), [(10, 50, 20), (7, 7, 21)])
+def test_sampled_scores_both_paths(R, K, d):
+    factor, x, center = _problem(R, K, d)
+    z = torch.randn(R, d, generator=torch.Generator().manual_seed(3))
+    got = _math.sampled_scores(x, center, factor, z, 0.3)
+    theta = center.double() + 0.3 * (factor.double() @ z.double()[:, :, None])[..., 0]  # (R, d)
+    want = torch.einsum("rkd,rd->rk", x.double(), theta)
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+    # The fused call is the composition it replaces, bit for bit (LinTS's draws did not change with it).
+    assert torch.equal(got, _math.scores(x, center + 0.3 * _math.matvec(factor, z)))
+    _check_paths(_math.sampled_scores, (x, center, factor, z, 0.3), got, atol=1e-5)
+
+
 def test_kernels_take_strided_views_like_copies():
     # A changing arm set reaches the agents as a view of the env's block (R, B, K, d)[:, b].
     matrix, _, theta = _problem(4, 6, 5)
