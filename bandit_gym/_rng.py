@@ -213,15 +213,16 @@ class BlockDraws:
         self.stream, self.shape, self.block, self.transform = stream, tuple(shape), block, transform
         self._keys: torch.Tensor | None = None
         self._index = -1
-        self._values: torch.Tensor | None = None  # (R, block, *shape)
+        self._values: tuple[torch.Tensor, ...] | None = None  # block rounds of (R, *shape) views
 
     def __call__(self, keys: torch.Tensor, t: int) -> torch.Tensor:
         index = t // self.block
         if index != self._index or keys is not self._keys:
             values = self._draw(keys, self.stream, index, (self.block, *self.shape)).to(keys.device)
-            self._values = values if self.transform is None else self.transform(values)
+            values = values if self.transform is None else self.transform(values)
+            self._values = values.unbind(1)  # the block's rounds as views, split once
             self._index, self._keys = index, keys
-        return self._values[:, t % self.block]
+        return self._values[t % self.block]
 
     def __getstate__(self) -> dict:
         # The cache is derived state: pickles stay small and are rebuilt on demand.
