@@ -188,19 +188,36 @@ def sherman_morrison(m, v):
 
 
 @njit(**_JIT)
+def _ridge_into(m, b, x, reward, m_new, b_new, theta, mv):
+    """One replica's Sherman-Morrison update, ``b + r x`` and ``theta = V^-1 b``; whether theta is finite."""
+    _sherman_morrison_into(m, x, m_new, mv)
+    for j in range(x.shape[0]):
+        b_new[j] = b[j] + reward * x[j]
+    _mat_vec(m_new, b_new, theta)
+    return np.isfinite(theta).all()
+
+
+@njit(**_JIT)
 def ridge_update(m, b, x, rewards):
     """Sherman-Morrison on ``V^-1``, ``b + r x`` and ``theta = V^-1 b``: new ``(R, d, d), (R, d), (R, d)``."""
     R, d = x.shape
-    m_new = np.empty(m.shape, np.float32)
-    b_new = np.empty((R, d), np.float32)
-    theta = np.empty((R, d), np.float32)
+    m_new, b_new, theta = np.empty(m.shape, np.float32), np.empty((R, d), np.float32), np.empty((R, d), np.float32)
     mv = np.empty(d, np.float32)
     for r in range(R):
-        _sherman_morrison_into(m[r], x[r], m_new[r], mv)
-        for j in range(d):
-            b_new[r, j] = b[r, j] + rewards[r] * x[r, j]
-        _mat_vec(m_new[r], b_new[r], theta[r])
+        _ridge_into(m[r], b[r], x[r], rewards[r], m_new[r], b_new[r], theta[r], mv)
     return m_new, b_new, theta
+
+
+@njit(**_JIT)
+def played_ridge_update(m, b, contexts, actions, rewards):
+    """:func:`ridge_update` with ``x = contexts[r, actions[r]]``; also whether all theta are finite."""
+    R, d = b.shape
+    m_new, b_new, theta = np.empty(m.shape, np.float32), np.empty((R, d), np.float32), np.empty((R, d), np.float32)
+    mv = np.empty(d, np.float32)
+    finite = True
+    for r in range(R):
+        finite &= _ridge_into(m[r], b[r], contexts[r, actions[r]], rewards[r], m_new[r], b_new[r], theta[r], mv)
+    return m_new, b_new, theta, finite
 
 
 @njit(**_JIT)
@@ -229,21 +246,38 @@ def potter_update(s, v):
 
 
 @njit(**_JIT)
+def _square_root_into(s, b, x, reward, s_new, b_new, theta, p, sp):
+    """One replica's Potter update of ``S``, ``b + r x`` and ``theta = S (S^T b)``; whether theta is finite."""
+    _potter_into(s, x, s_new, p, sp)
+    for j in range(x.shape[0]):
+        b_new[j] = b[j] + reward * x[j]
+    _vec_mat(b_new, s_new, p)  # p^T = b^T S
+    _mat_vec(s_new, p, theta)
+    return np.isfinite(theta).all()
+
+
+@njit(**_JIT)
 def square_root_update(s, b, x, rewards):
     """Potter's update of ``S``, ``b + r x`` and ``theta = S (S^T b)``: new ``(R, d, d), (R, d), (R, d)``."""
     R, d = x.shape
-    s_new = np.empty(s.shape, np.float32)
-    b_new = np.empty((R, d), np.float32)
-    theta = np.empty((R, d), np.float32)
-    p = np.empty(d, np.float32)
-    sp = np.empty(d, np.float32)
+    s_new, b_new, theta = np.empty(s.shape, np.float32), np.empty((R, d), np.float32), np.empty((R, d), np.float32)
+    p, sp = np.empty(d, np.float32), np.empty(d, np.float32)
     for r in range(R):
-        _potter_into(s[r], x[r], s_new[r], p, sp)
-        for j in range(d):
-            b_new[r, j] = b[r, j] + rewards[r] * x[r, j]
-        _vec_mat(b_new[r], s_new[r], p)  # p^T = b^T S
-        _mat_vec(s_new[r], p, theta[r])
+        _square_root_into(s[r], b[r], x[r], rewards[r], s_new[r], b_new[r], theta[r], p, sp)
     return s_new, b_new, theta
+
+
+@njit(**_JIT)
+def played_square_root_update(s, b, contexts, actions, rewards):
+    """:func:`square_root_update` with ``x = contexts[r, actions[r]]``; also whether all theta are finite."""
+    R, d = b.shape
+    s_new, b_new, theta = np.empty(s.shape, np.float32), np.empty((R, d), np.float32), np.empty((R, d), np.float32)
+    p, sp = np.empty(d, np.float32), np.empty(d, np.float32)
+    finite = True
+    for r in range(R):
+        finite &= _square_root_into(s[r], b[r], contexts[r, actions[r]], rewards[r], s_new[r], b_new[r], theta[r],
+                                    p, sp)
+    return s_new, b_new, theta, finite
 
 
 @njit(**_JIT)

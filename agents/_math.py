@@ -94,6 +94,23 @@ def ridge_update(inverse: torch.Tensor, reward_sum: torch.Tensor, x: torch.Tenso
     return inverse, reward_sum, matvec(inverse, reward_sum)
 
 
+def played_ridge_update(inverse: torch.Tensor, reward_sum: torch.Tensor, contexts: torch.Tensor,
+                        actions: torch.Tensor, rewards: torch.Tensor
+                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]:
+    """:func:`ridge_update` for the played arms ``x = contexts[r, actions[r]]``, and whether ``theta_hat`` is finite.
+
+    ``(R, d, d), (R, d), contexts (R, K, d), actions (R,), rewards (R,)``: what an agent does with a
+    round, in one call on CPU (the same numbers as :func:`chosen_rows`, :func:`ridge_update` and
+    :func:`all_finite`).
+    """
+    if _kernel_ok(inverse, reward_sum, contexts, rewards) and actions.is_cpu:
+        m, b, theta, finite = _kernels.played_ridge_update(inverse.numpy(), reward_sum.numpy(), contexts.numpy(),
+                                                           actions.numpy(), rewards.numpy())
+        return torch.from_numpy(m), torch.from_numpy(b), torch.from_numpy(theta), bool(finite)
+    inverse, reward_sum, theta = ridge_update(inverse, reward_sum, chosen_rows(contexts, actions), rewards)
+    return inverse, reward_sum, theta, all_finite(theta)
+
+
 def potter_update(factor: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """Square root of ``V^-1`` after ``V <- V + x x^T``: ``S (R, d, d), x (R, d) -> S``, ``S S^T = V^-1``.
 
@@ -128,6 +145,18 @@ def square_root_update(factor: torch.Tensor, reward_sum: torch.Tensor, x: torch.
     factor = potter_update(factor, x)
     reward_sum = reward_sum + rewards[:, None] * x
     return factor, reward_sum, matvec(factor, (factor * reward_sum[:, :, None]).sum(dim=1))
+
+
+def played_square_root_update(factor: torch.Tensor, reward_sum: torch.Tensor, contexts: torch.Tensor,
+                              actions: torch.Tensor, rewards: torch.Tensor
+                              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]:
+    """:func:`square_root_update` for the played arms; also whether ``theta_hat`` is finite."""
+    if _kernel_ok(factor, reward_sum, contexts, rewards) and actions.is_cpu:
+        m, b, theta, finite = _kernels.played_square_root_update(factor.numpy(), reward_sum.numpy(), contexts.numpy(),
+                                                                 actions.numpy(), rewards.numpy())
+        return torch.from_numpy(m), torch.from_numpy(b), torch.from_numpy(theta), bool(finite)
+    factor, reward_sum, theta = square_root_update(factor, reward_sum, chosen_rows(contexts, actions), rewards)
+    return factor, reward_sum, theta, all_finite(theta)
 
 
 def sherman_morrison(inverse: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

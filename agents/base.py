@@ -304,7 +304,10 @@ class BanditAgent(ABC):
 
     def _check_finite(self, tensor: torch.Tensor, what: str, step_size: float | None = None) -> None:
         if not _math.all_finite(tensor):
-            hint = f" with step size {step_size:g}" if step_size is not None else ""
-            raise DivergenceError(
-                f"{type(self).__name__}: {what} became NaN or Inf in round {self.t}{hint}; try a smaller step size"
-            )
+            self._diverged(what, step_size)
+
+    def _diverged(self, what: str, step_size: float | None = None) -> None:
+        hint = f" with step size {step_size:g}" if step_size is not None else ""
+        raise DivergenceError(
+            f"{type(self).__name__}: {what} became NaN or Inf in round {self.t}{hint}; try a smaller step size"
+        )

@@ -63,13 +63,17 @@ class _RidgeAgent(BanditAgent):
         return {"lambda_reg": self.lambda_reg}
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
-        self._ridge_update(_math.chosen_rows(contexts, actions), rewards)
+        if not self._ridge_update(contexts, actions, rewards):
+            self._diverged("the ridge estimate theta_hat")
 
-    def _ridge_update(self, x: torch.Tensor, rewards: torch.Tensor) -> None:
-        """Add the played features ``x`` ``(R, d)`` and their rewards ``(R,)`` to the statistics."""
-        self.design_inverse, self.reward_sum, self.theta_hat = _math.ridge_update(
-            self.design_inverse, self.reward_sum, x, rewards)  # (R, d, d), (R, d), (R, d)
-        self._check_finite(self.theta_hat, "the ridge estimate theta_hat")
+    def _ridge_update(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> bool:
+        """Add the played arms ``contexts[r, actions[r]]`` and their rewards to the statistics.
+
+        Returns whether the new ``theta_hat`` is finite.
+        """
+        self.design_inverse, self.reward_sum, self.theta_hat, finite = _math.played_ridge_update(
+            self.design_inverse, self.reward_sum, contexts, actions, rewards)  # (R, d, d), (R, d), (R, d)
+        return finite
 
 
 class LinUCB(_RidgeAgent):
@@ -172,10 +176,10 @@ class LinTS(_RidgeAgent):
         return self._argmax(_math.sampled_scores(contexts, self.theta_hat, self.sampling_factor, z,
                                                  self.posterior_scale))  # (R, K)
 
-    def _ridge_update(self, x: torch.Tensor, rewards: torch.Tensor) -> None:
-        self.sampling_factor, self.reward_sum, self.theta_hat = _math.square_root_update(
-            self.sampling_factor, self.reward_sum, x, rewards)  # (R, d, d), (R, d), (R, d)
-        self._check_finite(self.theta_hat, "the ridge estimate theta_hat")
+    def _ridge_update(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> bool:
+        self.sampling_factor, self.reward_sum, self.theta_hat, finite = _math.played_square_root_update(
+            self.sampling_factor, self.reward_sum, contexts, actions, rewards)  # (R, d, d), (R, d), (R, d)
+        return finite
 
 
 class EpsGreedy(_RidgeAgent):

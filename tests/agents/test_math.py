@@ -107,7 +107,7 @@ def test_ridge_update_both_paths(R, d):
 
 def test_matvec_and_scores_are_batch_size_invariant():
     # (torch.bmm of a matrix and a vector is not, at this very shape with torch 2.14: the reason the
-    # CPU path is numpy's matmul, one BLAS call per replica.)
+    # CPU path is a compiled loop per replica.)
     matrix, x, v = _problem(10, 50, 20, seed=3)
     for fn, args in ((_math.matvec, (matrix, v)), (_math.scores, (x, v))):
         batch = fn(*args)
@@ -148,3 +148,29 @@ def test_square_root_update_both_paths(R, d):
     torch.testing.assert_close(got[2].double(), torch.linalg.solve(design, b_want), rtol=1e-4, atol=1e-5)
     _check_paths(_math.square_root_update, (root, b, x, rewards), got)
     _check_paths(_math.potter_update, (root, x), got[0], grad_arg=0)
+
+
+@pytest.mark.parametrize("update", ["ridge", "square_root"])
+def test_played_updates_equal_their_composition(update):
+    # An agent's round in one call: the played rows, the update and the finiteness check, same bits.
+    R, K, d = 6, 9, 7
+    matrix, contexts, b = _problem(R, K, d, seed=6)
+    start = torch.linalg.inv(matrix.double()).float()
+    if update == "square_root":
+        start = torch.linalg.cholesky(start.double()).float()
+    actions = torch.randint(0, K, (R,), generator=torch.Generator().manual_seed(7))
+    rewards = torch.randn(R, generator=torch.Generator().manual_seed(8))
+    played = getattr(_math, f"played_{update}_update")
+    *got, finite = played(start, b, contexts, actions, rewards)
+    want = getattr(_math, f"{update}_update")(start, b, _math.chosen_rows(contexts, actions), rewards)
+    assert finite is True
+    assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+    # The torch path (CUDA, autograd) gives the same values to rounding.
+    *via_torch, finite_torch = played(start.clone().requires_grad_(), b, contexts, actions, rewards)
+    assert finite_torch is True
+    for t, g in zip(via_torch, got, strict=True):
+        torch.testing.assert_close(t.detach(), g, rtol=1e-5, atol=1e-6)
+    # A non-finite reward makes theta_hat non-finite, and the flag says so.
+    rewards[2] = float("nan")
+    assert played(start, b, contexts, actions, rewards)[3] is False
+
