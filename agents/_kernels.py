@@ -70,18 +70,22 @@ def scores(x, theta):
 
 @njit(**_JIT)
 def sampled_scores(x, center, s, z, scale):
-    """``x . theta`` per arm for ``theta = center + scale * S z``: (R, K) scores."""
+    """``x . theta`` per arm for ``theta = center + scale * S z``: (R, K) scores, and their :func:`first_argmax`."""
     R, K, d = x.shape
     scale = np.float32(scale)
     out = np.empty((R, K), np.float32)
     u, theta = np.empty(d, np.float32), np.empty(d, np.float32)
+    first = np.empty(R, np.int64)
+    unique = True
     for r in range(R):
         _mat_vec(s[r], z[r], u)
         for j in range(d):
             theta[j] = center[r, j] + scale * u[j]
         for k in range(K):
             out[r, k] = _dot(x[r, k], theta)
-    return out
+        first[r], row_unique = _row_argmax(out[r])
+        unique &= row_unique
+    return out, first, unique
 
 
 @njit(**_JIT)
@@ -120,10 +124,13 @@ def quad_form(m, x):
 
 @njit(**_JIT)
 def optimistic_scores(x, theta, m, nu):
-    """``x . theta + nu sqrt(max(x^T M x, 0))`` per arm: ``(R, K, d), (R, d), (R, d, d) -> (R, K)``."""
+    """``x . theta + nu sqrt(max(x^T M x, 0))`` per arm, ``(R, K, d), (R, d), (R, d, d) -> (R, K)``, and its
+    :func:`first_argmax`."""
     R, K, d = x.shape
     nu = np.float32(nu)
     out = np.empty((R, K), np.float32)
+    first = np.empty(R, np.int64)
+    unique = True
     xt, xm = np.empty((d, K), np.float32), np.empty((d, K), np.float32)
     width = np.empty(K, np.float32)
     for r in range(R):
@@ -133,7 +140,25 @@ def optimistic_scores(x, theta, m, nu):
             if w < 0.0:  # rounding can make x^T V^-1 x negative by an ulp (NaN stays NaN)
                 w = np.float32(0.0)
             out[r, k] = _dot(x[r, k], theta[r]) + nu * np.sqrt(w)
-    return out
+        first[r], row_unique = _row_argmax(out[r])
+        unique &= row_unique
+    return out, first, unique
+
+
+@njit(**_JIT)
+def _row_argmax(row):
+    """First index of the largest entry of a 1-d array, and whether it is the only one (False with a NaN)."""
+    best, index, count = row[0], 0, 1
+    unique = not np.isnan(best)
+    for k in range(1, row.shape[0]):
+        v = row[k]
+        if v > best:
+            best, index, count = v, k, 1
+        elif v == best:
+            count += 1
+        elif np.isnan(v):
+            unique = False
+    return index, unique and count == 1
 
 
 @njit(**_JIT)
@@ -143,24 +168,12 @@ def first_argmax(values):
     ``(R, K) -> (R,) int64, bool``. A row holding a NaN counts as not unique (the caller falls
     back to its general path, which handles it).
     """
-    R, K = values.shape
+    R = values.shape[0]
     first = np.empty(R, np.int64)
     unique = True
     for r in range(R):
-        best, index, count = values[r, 0], 0, 1
-        if np.isnan(best):
-            unique = False
-        for k in range(1, K):
-            v = values[r, k]
-            if v > best:
-                best, index, count = v, k, 1
-            elif v == best:
-                count += 1
-            elif np.isnan(v):
-                unique = False
-        first[r] = index
-        if count > 1:
-            unique = False
+        first[r], row_unique = _row_argmax(values[r])
+        unique &= row_unique
     return first, unique
 
 

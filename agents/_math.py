@@ -63,9 +63,19 @@ def sampled_scores(contexts: torch.Tensor, center: torch.Tensor, factor: torch.T
     :func:`matvec`, two elementwise ops and :func:`scores`, with the same bits on CPU.
     """
     if _kernel_ok(contexts, center, factor, z):
-        return torch.from_numpy(_kernels.sampled_scores(contexts.numpy(), center.numpy(), factor.numpy(),
-                                                        z.numpy(), scale))
+        values, _, _ = _kernels.sampled_scores(contexts.numpy(), center.numpy(), factor.numpy(), z.numpy(), scale)
+        return torch.from_numpy(values)
     return scores(contexts, center + scale * matvec(factor, z))
+
+
+def sampled_argmax(contexts: torch.Tensor, center: torch.Tensor, factor: torch.Tensor, z: torch.Tensor,
+                   scale: float, ties: tuple[torch.Tensor, int, int]) -> torch.Tensor:
+    """:func:`random_argmax` of :func:`sampled_scores` (``ties``: its keys, stream and counter), one call on CPU."""
+    if _kernel_ok(contexts, center, factor, z):
+        values, first, unique = _kernels.sampled_scores(contexts.numpy(), center.numpy(), factor.numpy(),
+                                                        z.numpy(), scale)
+        return torch.from_numpy(first) if unique else random_argmax(torch.from_numpy(values), *ties)
+    return random_argmax(sampled_scores(contexts, center, factor, z, scale), *ties)
 
 
 def optimistic_scores(contexts: torch.Tensor, theta: torch.Tensor, inverse: torch.Tensor, nu: float) -> torch.Tensor:
@@ -74,9 +84,19 @@ def optimistic_scores(contexts: torch.Tensor, theta: torch.Tensor, inverse: torc
     One call instead of :func:`scores`, :func:`quad_form` and four elementwise ops.
     """
     if _kernel_ok(contexts, theta, inverse):
-        return torch.from_numpy(_kernels.optimistic_scores(contexts.numpy(), theta.numpy(), inverse.numpy(), nu))
+        values, _, _ = _kernels.optimistic_scores(contexts.numpy(), theta.numpy(), inverse.numpy(), nu)
+        return torch.from_numpy(values)
     width = quad_form(inverse, contexts).clamp_(min=0.0).sqrt_()  # (R, K)
     return scores(contexts, theta) + nu * width
+
+
+def optimistic_argmax(contexts: torch.Tensor, theta: torch.Tensor, inverse: torch.Tensor, nu: float,
+                      ties: tuple[torch.Tensor, int, int]) -> torch.Tensor:
+    """:func:`random_argmax` of :func:`optimistic_scores` (``ties``: its keys, stream and counter), one call on CPU."""
+    if _kernel_ok(contexts, theta, inverse):
+        values, first, unique = _kernels.optimistic_scores(contexts.numpy(), theta.numpy(), inverse.numpy(), nu)
+        return torch.from_numpy(first) if unique else random_argmax(torch.from_numpy(values), *ties)
+    return random_argmax(optimistic_scores(contexts, theta, inverse, nu), *ties)
 
 
 def ridge_update(inverse: torch.Tensor, reward_sum: torch.Tensor, x: torch.Tensor,

@@ -293,14 +293,18 @@ class BanditAgent(ABC):
     def _as_rewards(self, reward) -> torch.Tensor:
         """An env's reward(s) as ``(R,)`` float32 on the device."""
         if isinstance(reward, torch.Tensor) and reward.dtype == torch.float32 and reward.device == self.device:
-            return reward.reshape(self.num_replicas)
+            return reward if reward.shape == (self.num_replicas,) else reward.reshape(self.num_replicas)
         if isinstance(reward, torch.Tensor):
             return reward.to(self.device, torch.float32).reshape(self.num_replicas)
         return torch.as_tensor(np.asarray(reward, dtype=np.float32), device=self.device).reshape(self.num_replicas)
 
     def _argmax(self, values: torch.Tensor) -> torch.Tensor:
         """Greedy arm per replica with uniform random tie-breaking: ``(R, K) -> (R,)``."""
-        return _math.random_argmax(values, self.keys, _rng_streams.TIES, self.t)
+        return _math.random_argmax(values, *self._ties())
+
+    def _ties(self) -> tuple[torch.Tensor, int, int]:
+        """This round's tie-breaking draws: the ``(keys, stream, counter)`` of :func:`_math.random_argmax`."""
+        return self.keys, _rng_streams.TIES, self.t
 
     def _check_finite(self, tensor: torch.Tensor, what: str, step_size: float | None = None) -> None:
         if not _math.all_finite(tensor):

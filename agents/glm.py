@@ -139,7 +139,7 @@ class _LogisticAgent(BanditAgent):
         if self.exploration_scale == 0:
             return self._argmax(_math.scores(contexts, center))
         z = self._normals(self.keys, self.t)  # (R, d): the same draw as _sample_around's
-        return self._argmax(_math.sampled_scores(contexts, center, self.sampling_factor, z, self.exploration_scale))
+        return _math.sampled_argmax(contexts, center, self.sampling_factor, z, self.exploration_scale, self._ties())
 
     def _inverse_factor(self, matrix: torch.Tensor, what: str) -> torch.Tensor:
         """``S`` with ``S S^T = matrix^-1`` (see ``_math.inverse_cholesky_factor``), ``(R, d, d)``."""
@@ -192,8 +192,8 @@ class UCBGLM(_LogisticAgent):
             return self._random_arms()
         if self.exploration_scale == 0:
             return self._argmax(_math.scores(contexts, self.theta_hat))
-        return self._argmax(_math.optimistic_scores(contexts, self.theta_hat, self.design_inverse,
-                                                    self.exploration_scale))  # (R, K)
+        return _math.optimistic_argmax(contexts, self.theta_hat, self.design_inverse, self.exploration_scale,
+                                       self._ties())  # (R,)
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         x = _math.chosen_rows(contexts, actions)  # (R, d)

@@ -114,7 +114,7 @@ class LinUCB(_RidgeAgent):
         nu = self.bonus_scale()
         if nu == 0:
             return self._argmax(_math.scores(contexts, self.theta_hat))
-        return self._argmax(_math.optimistic_scores(contexts, self.theta_hat, self.design_inverse, nu))  # (R, K)
+        return _math.optimistic_argmax(contexts, self.theta_hat, self.design_inverse, nu, self._ties())  # (R,)
 
 
 class LinTS(_RidgeAgent):
@@ -173,8 +173,8 @@ class LinTS(_RidgeAgent):
         if self.posterior_scale == 0:
             return self._argmax(_math.scores(contexts, self.theta_hat))
         z = self._normals(self.keys, self.t)  # (R, d): the same draw as sample_theta's
-        return self._argmax(_math.sampled_scores(contexts, self.theta_hat, self.sampling_factor, z,
-                                                 self.posterior_scale))  # (R, K)
+        return _math.sampled_argmax(contexts, self.theta_hat, self.sampling_factor, z, self.posterior_scale,
+                                    self._ties())  # (R,)
 
     def _ridge_update(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> bool:
         self.sampling_factor, self.reward_sum, self.theta_hat, finite = _math.played_square_root_update(

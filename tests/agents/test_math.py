@@ -80,6 +80,27 @@ def test_sampled_scores_both_paths(R, K, d):
     _check_paths(_math.sampled_scores, (x, center, factor, z, 0.3), got, atol=1e-5)
 
 
+def test_fused_argmaxes_equal_random_argmax_of_the_scores():
+    # LinUCB's and the Thompson agents' select in one call: the same arms as scoring, then random_argmax.
+    R, K, d = 6, 9, 5
+    matrix, x, theta = _problem(R, K, d, seed=9)
+    z = torch.randn(R, d, generator=torch.Generator().manual_seed(10))
+    ties = (torch.arange(R), 16, 3)
+    for fused, score, args in ((_math.optimistic_argmax, _math.optimistic_scores, (theta, matrix, 0.4)),
+                               (_math.sampled_argmax, _math.sampled_scores, (theta, matrix, z, 0.4))):
+        want = _math.random_argmax(score(x, *args), *ties)
+        assert torch.equal(fused(x, *args, ties), want)
+        # Rows with ties (every arm the same) go through the random tie-breaking of random_argmax.
+        tied = x.clone()
+        tied[2] = tied[2, :1]
+        want = _math.random_argmax(score(tied, *args), *ties)
+        assert torch.equal(fused(tied, *args, ties), want)
+        assert len(set(fused(tied, *args, (torch.arange(R), 16, c))[2].item() for c in range(20))) > 1
+        # The torch path agrees.
+        traced = (args[0].clone().requires_grad_(), *args[1:])
+        assert torch.equal(fused(x, *traced, ties), fused(x, *args, ties))
+
+
 def test_kernels_take_strided_views_like_copies():
     # A changing arm set reaches the agents as a view of the env's block (R, B, K, d)[:, b].
     matrix, _, theta = _problem(4, 6, 5)
