@@ -6,10 +6,11 @@ its own ``numpy.random.Generator`` for the arms and the noise (so its regret is
 comparable in distribution to ``LinearBandit-v0``'s, not equal draw for draw), no
 Gymnasium, no torch. Running it tells how fast this machine is right now.
 
-``run_batched`` is the floor of this project's design: all seeds as one float32
+``run_batched`` is this project's design written inline: all seeds as one float32
 numpy batch, drawing the arm sets from the envs' own counter-based generator (the
-same blocks as ``LinearBandit-v0``), but with the env and the agent written inline
-in one loop: no Gymnasium ``step``, no agent classes, no checks.
+same blocks as ``LinearBandit-v0``), with the env and the agent in one loop: no
+Gymnasium ``step``, no agent classes, no checks, and numpy (not compiled kernels)
+for the agent's math.
 
     python benchmarks/numpy_linucb.py --seeds 3
     python benchmarks/numpy_linucb.py --seeds 10 --batched
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=3, help="seeds, run one after another (default 3)")
     parser.add_argument("--fixed", action="store_true", help="one arm set per run instead of a new one each round")
     parser.add_argument("--batched", action="store_true",
-                        help="all seeds as one batch with the envs' draws (changing arms): the design's floor")
+                        help="all seeds as one numpy batch with the envs' draws (changing arms), env and agent inline")
     args = parser.parse_args(argv)
     if args.batched:
         regret, seconds, draw_seconds = run_batched(args.seeds, args.rounds)
