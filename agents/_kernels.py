@@ -211,19 +211,11 @@ def _ridge_into(m, b, x, reward, m_new, b_new, theta, mv):
 
 
 @njit(**_JIT)
-def ridge_update(m, b, x, rewards):
-    """Sherman-Morrison on ``V^-1``, ``b + r x`` and ``theta = V^-1 b``: new ``(R, d, d), (R, d), (R, d)``."""
-    R, d = x.shape
-    m_new, b_new, theta = np.empty(m.shape, np.float32), np.empty((R, d), np.float32), np.empty((R, d), np.float32)
-    mv = np.empty(d, np.float32)
-    for r in range(R):
-        _ridge_into(m[r], b[r], x[r], rewards[r], m_new[r], b_new[r], theta[r], mv)
-    return m_new, b_new, theta
-
-
-@njit(**_JIT)
 def played_ridge_update(m, b, contexts, actions, rewards):
-    """:func:`ridge_update` with ``x = contexts[r, actions[r]]``; also whether all theta are finite."""
+    """Sherman-Morrison on ``V^-1``, ``b + r x`` and ``theta = V^-1 b`` with ``x = contexts[r, actions[r]]``.
+
+    Returns the new ``(R, d, d), (R, d), (R, d)`` and whether every theta is finite.
+    """
     R, d = b.shape
     m_new, b_new, theta = np.empty(m.shape, np.float32), np.empty((R, d), np.float32), np.empty((R, d), np.float32)
     mv = np.empty(d, np.float32)
@@ -270,19 +262,11 @@ def _square_root_into(s, b, x, reward, s_new, b_new, theta, p, sp):
 
 
 @njit(**_JIT)
-def square_root_update(s, b, x, rewards):
-    """Potter's update of ``S``, ``b + r x`` and ``theta = S (S^T b)``: new ``(R, d, d), (R, d), (R, d)``."""
-    R, d = x.shape
-    s_new, b_new, theta = np.empty(s.shape, np.float32), np.empty((R, d), np.float32), np.empty((R, d), np.float32)
-    p, sp = np.empty(d, np.float32), np.empty(d, np.float32)
-    for r in range(R):
-        _square_root_into(s[r], b[r], x[r], rewards[r], s_new[r], b_new[r], theta[r], p, sp)
-    return s_new, b_new, theta
-
-
-@njit(**_JIT)
 def played_square_root_update(s, b, contexts, actions, rewards):
-    """:func:`square_root_update` with ``x = contexts[r, actions[r]]``; also whether all theta are finite."""
+    """Potter's update of ``S``, ``b + r x`` and ``theta = S (S^T b)`` with ``x = contexts[r, actions[r]]``.
+
+    Returns the new ``(R, d, d), (R, d), (R, d)`` and whether every theta is finite.
+    """
     R, d = b.shape
     s_new, b_new, theta = np.empty(s.shape, np.float32), np.empty((R, d), np.float32), np.empty((R, d), np.float32)
     p, sp = np.empty(d, np.float32), np.empty(d, np.float32)

@@ -106,8 +106,9 @@ def ridge_update(inverse: torch.Tensor, reward_sum: torch.Tensor, x: torch.Tenso
     ``(R, d, d), (R, d), x (R, d), rewards (R,)``: Sherman-Morrison for ``V <- V + x x^T``,
     ``b <- b + r x`` and the new estimate ``theta_hat = V^-1 b``, in one call.
     """
-    if _kernel_ok(inverse, reward_sum, x, rewards):
-        m, b, theta = _kernels.ridge_update(inverse.numpy(), reward_sum.numpy(), x.numpy(), rewards.numpy())
+    if _kernel_ok(inverse, reward_sum, x, rewards):  # x as the one "arm" of each replica, played
+        m, b, theta, _ = _kernels.played_ridge_update(inverse.numpy(), reward_sum.numpy(), x.numpy()[:, None, :],
+                                                      np.zeros(len(x), np.int64), rewards.numpy())
         return torch.from_numpy(m), torch.from_numpy(b), torch.from_numpy(theta)
     inverse = sherman_morrison(inverse, x)
     reward_sum = reward_sum + rewards[:, None] * x
@@ -159,8 +160,9 @@ def square_root_update(factor: torch.Tensor, reward_sum: torch.Tensor, x: torch.
 
     ``(R, d, d), (R, d), x (R, d), rewards (R,)`` -> ``S, b, theta_hat = S (S^T b)``, in one call.
     """
-    if _kernel_ok(factor, reward_sum, x, rewards):
-        m, b, theta = _kernels.square_root_update(factor.numpy(), reward_sum.numpy(), x.numpy(), rewards.numpy())
+    if _kernel_ok(factor, reward_sum, x, rewards):  # x as the one "arm" of each replica, played
+        m, b, theta, _ = _kernels.played_square_root_update(factor.numpy(), reward_sum.numpy(), x.numpy()[:, None, :],
+                                                            np.zeros(len(x), np.int64), rewards.numpy())
         return torch.from_numpy(m), torch.from_numpy(b), torch.from_numpy(theta)
     factor = potter_update(factor, x)
     reward_sum = reward_sum + rewards[:, None] * x
