@@ -211,21 +211,6 @@ def _ridge_into(m, b, x, reward, m_new, b_new, theta, mv):
 
 
 @njit(**_JIT)
-def played_ridge_update(m, b, contexts, actions, rewards):
-    """Sherman-Morrison on ``V^-1``, ``b + r x`` and ``theta = V^-1 b`` with ``x = contexts[r, actions[r]]``.
-
-    Returns the new ``(R, d, d), (R, d), (R, d)`` and whether every theta is finite.
-    """
-    R, d = b.shape
-    m_new, b_new, theta = np.empty(m.shape, np.float32), np.empty((R, d), np.float32), np.empty((R, d), np.float32)
-    mv = np.empty(d, np.float32)
-    finite = True
-    for r in range(R):
-        finite &= _ridge_into(m[r], b[r], contexts[r, actions[r]], rewards[r], m_new[r], b_new[r], theta[r], mv)
-    return m_new, b_new, theta, finite
-
-
-@njit(**_JIT)
 def _potter_into(s, v, out, p, sp):
     """Potter's update of one replica's square root ``S`` of ``V^-1`` (see ``_math.potter_update``)."""
     _vec_mat(v, s, p)  # p^T = x^T S
@@ -262,19 +247,24 @@ def _square_root_into(s, b, x, reward, s_new, b_new, theta, p, sp):
 
 
 @njit(**_JIT)
-def played_square_root_update(s, b, contexts, actions, rewards):
-    """Potter's update of ``S``, ``b + r x`` and ``theta = S (S^T b)`` with ``x = contexts[r, actions[r]]``.
+def played_update(m, b, contexts, actions, rewards, square_root):
+    """One round of ridge statistics for the played arms ``x = contexts[r, actions[r]]``.
 
+    ``b + r x``, and either Sherman-Morrison on ``m = V^-1`` with ``theta = V^-1 b``
+    (``square_root`` False) or Potter's update of ``m = S`` with ``theta = S (S^T b)`` (True).
     Returns the new ``(R, d, d), (R, d), (R, d)`` and whether every theta is finite.
     """
     R, d = b.shape
-    s_new, b_new, theta = np.empty(s.shape, np.float32), np.empty((R, d), np.float32), np.empty((R, d), np.float32)
-    p, sp = np.empty(d, np.float32), np.empty(d, np.float32)
+    m_new, b_new, theta = np.empty(m.shape, np.float32), np.empty((R, d), np.float32), np.empty((R, d), np.float32)
+    u, v = np.empty(d, np.float32), np.empty(d, np.float32)  # scratch vectors
     finite = True
     for r in range(R):
-        finite &= _square_root_into(s[r], b[r], contexts[r, actions[r]], rewards[r], s_new[r], b_new[r], theta[r],
-                                    p, sp)
-    return s_new, b_new, theta, finite
+        x = contexts[r, actions[r]]
+        if square_root:
+            finite &= _square_root_into(m[r], b[r], x, rewards[r], m_new[r], b_new[r], theta[r], u, v)
+        else:
+            finite &= _ridge_into(m[r], b[r], x, rewards[r], m_new[r], b_new[r], theta[r], u)
+    return m_new, b_new, theta, finite
 
 
 @njit(**_JIT)

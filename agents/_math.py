@@ -106,10 +106,9 @@ def ridge_update(inverse: torch.Tensor, reward_sum: torch.Tensor, x: torch.Tenso
     ``(R, d, d), (R, d), x (R, d), rewards (R,)``: Sherman-Morrison for ``V <- V + x x^T``,
     ``b <- b + r x`` and the new estimate ``theta_hat = V^-1 b``, in one call.
     """
-    if _kernel_ok(inverse, reward_sum, x, rewards):  # x as the one "arm" of each replica, played
-        m, b, theta, _ = _kernels.played_ridge_update(inverse.numpy(), reward_sum.numpy(), x.numpy()[:, None, :],
-                                                      np.zeros(len(x), np.int64), rewards.numpy())
-        return torch.from_numpy(m), torch.from_numpy(b), torch.from_numpy(theta)
+    if _kernel_ok(inverse, reward_sum, x, rewards):
+        return _played_update_kernel(inverse, reward_sum, x[:, None, :], torch.zeros(len(x), dtype=torch.int64),
+                                     rewards, square_root=False)[:3]  # x as each replica's one arm, played
     inverse = sherman_morrison(inverse, x)
     reward_sum = reward_sum + rewards[:, None] * x
     return inverse, reward_sum, matvec(inverse, reward_sum)
@@ -125,11 +124,16 @@ def played_ridge_update(inverse: torch.Tensor, reward_sum: torch.Tensor, context
     :func:`all_finite`).
     """
     if _kernel_ok(inverse, reward_sum, contexts, rewards) and actions.is_cpu:
-        m, b, theta, finite = _kernels.played_ridge_update(inverse.numpy(), reward_sum.numpy(), contexts.numpy(),
-                                                           actions.numpy(), rewards.numpy())
-        return torch.from_numpy(m), torch.from_numpy(b), torch.from_numpy(theta), bool(finite)
+        return _played_update_kernel(inverse, reward_sum, contexts, actions, rewards, square_root=False)
     inverse, reward_sum, theta = ridge_update(inverse, reward_sum, chosen_rows(contexts, actions), rewards)
     return inverse, reward_sum, theta, all_finite(theta)
+
+
+def _played_update_kernel(statistic, reward_sum, contexts, actions, rewards, *, square_root: bool):
+    """``_kernels.played_update`` on CPU tensors: the new statistic, ``b``, ``theta_hat`` and a finite flag."""
+    m, b, theta, finite = _kernels.played_update(statistic.numpy(), reward_sum.numpy(), contexts.numpy(),
+                                                 actions.numpy(), rewards.numpy(), square_root)
+    return torch.from_numpy(m), torch.from_numpy(b), torch.from_numpy(theta), bool(finite)
 
 
 def potter_update(factor: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -160,10 +164,9 @@ def square_root_update(factor: torch.Tensor, reward_sum: torch.Tensor, x: torch.
 
     ``(R, d, d), (R, d), x (R, d), rewards (R,)`` -> ``S, b, theta_hat = S (S^T b)``, in one call.
     """
-    if _kernel_ok(factor, reward_sum, x, rewards):  # x as the one "arm" of each replica, played
-        m, b, theta, _ = _kernels.played_square_root_update(factor.numpy(), reward_sum.numpy(), x.numpy()[:, None, :],
-                                                            np.zeros(len(x), np.int64), rewards.numpy())
-        return torch.from_numpy(m), torch.from_numpy(b), torch.from_numpy(theta)
+    if _kernel_ok(factor, reward_sum, x, rewards):
+        return _played_update_kernel(factor, reward_sum, x[:, None, :], torch.zeros(len(x), dtype=torch.int64),
+                                     rewards, square_root=True)[:3]  # x as each replica's one arm, played
     factor = potter_update(factor, x)
     reward_sum = reward_sum + rewards[:, None] * x
     return factor, reward_sum, matvec(factor, (factor * reward_sum[:, :, None]).sum(dim=1))
@@ -174,9 +177,7 @@ def played_square_root_update(factor: torch.Tensor, reward_sum: torch.Tensor, co
                               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]:
     """:func:`square_root_update` for the played arms; also whether ``theta_hat`` is finite."""
     if _kernel_ok(factor, reward_sum, contexts, rewards) and actions.is_cpu:
-        m, b, theta, finite = _kernels.played_square_root_update(factor.numpy(), reward_sum.numpy(), contexts.numpy(),
-                                                                 actions.numpy(), rewards.numpy())
-        return torch.from_numpy(m), torch.from_numpy(b), torch.from_numpy(theta), bool(finite)
+        return _played_update_kernel(factor, reward_sum, contexts, actions, rewards, square_root=True)
     factor, reward_sum, theta = square_root_update(factor, reward_sum, chosen_rows(contexts, actions), rewards)
     return factor, reward_sum, theta, all_finite(theta)
 
