@@ -7,8 +7,8 @@ next issue) only has to implement :meth:`RewardModel.scores`, :meth:`RewardModel
 and :meth:`RewardModel.gradient`; :meth:`RewardModel.chain` may be overridden
 by a model that can run the whole chain faster (the linear one does).
 
-Products are elementwise multiply + sum (see ``agents._math``), so replica ``r``
-of a batch computes bit for bit what a single run computes.
+Products go through ``agents._math`` or are elementwise multiply + sum, so replica
+``r`` of a batch computes bit for bit what a single run computes.
 """
 
 from __future__ import annotations

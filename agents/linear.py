@@ -7,8 +7,9 @@ All three keep the ridge statistics of ``R`` replicas as tensors::
     theta_hat_t = V_t^-1 b_t                    (R, d)
 
 ``V^-1`` is updated by Sherman-Morrison rank-one updates (O(d^2) per round, no
-matrix inverse in the loop). Products are elementwise multiply + sum
-(``agents._math``), so replica ``r`` of a batch equals a single run bit for bit.
+matrix inverse in the loop). The products go through ``agents._math`` (compiled
+per-replica kernels on CPU, elementwise multiply + sum in torch elsewhere), so
+replica ``r`` of a batch equals a single run bit for bit.
 """
 
 from __future__ import annotations
