@@ -62,7 +62,8 @@ def measure(num: int, device: torch.device, seconds: float) -> str:
     venv = gym.make_vec(ENV_ID, num_envs=num, vectorization_mode="vector_entry_point", device=device)
     venv.reset(seed=0)
     actions = torch.zeros(num, dtype=torch.int64, device=device)
-    native = per_call_seconds(lambda: venv.step(actions), seconds)
+    wait = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)  # time the work, not its launch
+    native = per_call_seconds(lambda: (venv.step(actions), wait()), seconds)
 
     sync = gym.make_vec(ENV_ID, num_envs=num, vectorization_mode="sync")
     sync.reset(seed=0)
@@ -72,8 +73,8 @@ def measure(num: int, device: torch.device, seconds: float) -> str:
     keys = _rng.seed_to_key(torch.arange(num)).to(device)
     counter = iter(range(10**9))
     shape = (venv.n_arms, venv.dim)
-    floor = per_call_seconds(lambda: _rng.normal(keys, _rng.STREAM_CONTEXT, next(counter), shape), seconds)
-    randn = per_call_seconds(lambda: torch.randn(num, *shape, device=device), seconds)
+    floor = per_call_seconds(lambda: (_rng.normal(keys, _rng.STREAM_CONTEXT, next(counter), shape), wait()), seconds)
+    randn = per_call_seconds(lambda: (torch.randn(num, *shape, device=device), wait()), seconds)
     return (f"{num:>6} {num / native:>15,.0f} {num / sync_step:>13,.0f} {sync_step / native:>11.1f} "
             f"{floor * 1e3:>9.3f} {native * 1e3:>8.3f} {native / floor:>10.2f} {randn * 1e3:>9.3f}")
 

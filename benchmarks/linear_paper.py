@@ -15,6 +15,7 @@ runs are deterministic, so only the time varies; on a shared VM it varies by +-3
 
     python benchmarks/linear_paper.py                      # the paper's sizes
     python benchmarks/linear_paper.py --rounds 2000 --seeds 4 --agents LMCTS LinTS
+    python benchmarks/linear_paper.py --device cuda --seeds 1000 --no-reference
 
 ``--threads`` (default 1) sets torch's intra-op threads: the tensors here are small,
 and on a shared 2-core machine two OpenMP threads fighting another process make
@@ -42,29 +43,32 @@ AGENTS = {"LMCTS": LMCTS, "LinTS": LinTS, "LinUCB": LinUCB, "EpsGreedy": EpsGree
 SETTINGS = {"changing": "LinearBandit-v0", "fixed": "LinearBanditFixed-v0"}
 
 
-def make_env(setting: str, rounds: int, seeds: int) -> gym.vector.VectorEnv:
+def make_env(setting: str, rounds: int, seeds: int, device: str = "cpu") -> gym.vector.VectorEnv:
     return gym.make_vec(SETTINGS[setting], num_envs=seeds, vectorization_mode="vector_entry_point",
-                        device="cpu", horizon=rounds)
+                        device=device, horizon=rounds)
 
 
-def run_agent(name: str, setting: str, rounds: int, seeds: int, seed: int = 0, **kwargs) -> tuple[float, np.ndarray]:
+def run_agent(name: str, setting: str, rounds: int, seeds: int, seed: int = 0, device: str = "cpu",
+              **kwargs) -> tuple[float, np.ndarray]:
     """Play ``rounds`` rounds of ``seeds`` replicas; return (wall seconds, final cumulative regret ``(seeds,)``)."""
-    env = make_env(setting, rounds, seeds)
-    agent = AGENTS[name](env, seed=seed, device="cpu", **kwargs)
+    env = make_env(setting, rounds, seeds, device)
+    agent = AGENTS[name](env, seed=seed, device=device, **kwargs)
     start = time.perf_counter()
     agent.learn(env, total_timesteps=rounds)
+    regret = agent.history["regret"]  # a CPU array: the device's work is done when it exists
     wall = time.perf_counter() - start
-    return wall, agent.history["regret"].sum(axis=0)
+    return wall, regret.sum(axis=0)
 
 
-def env_seconds(setting: str, rounds: int, seeds: int) -> float:
+def env_seconds(setting: str, rounds: int, seeds: int, device: str = "cpu") -> float:
     """Time of the env alone: ``rounds`` steps with action 0 everywhere."""
-    env = make_env(setting, rounds, seeds)
+    env = make_env(setting, rounds, seeds, device)
     env.reset(seed=0)
-    actions = torch.zeros(seeds, dtype=torch.int64)
+    actions = torch.zeros(seeds, dtype=torch.int64, device=device)
     start = time.perf_counter()
     for _ in range(rounds):
-        env.step(actions)
+        _, reward, *_ = env.step(actions)
+    reward.cpu()  # waits for the device
     return time.perf_counter() - start
 
 
@@ -95,6 +99,7 @@ def main(argv: list[str] | None = None) -> None:
                         choices=sorted(AGENTS))
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
+    parser.add_argument("--device", default="cpu", help="torch device of the envs and agents (default cpu)")
     parser.add_argument("--repeats", type=int, default=1, help="report the fastest of this many runs (default 1)")
     parser.add_argument("--no-reference", dest="reference", action="store_false",
                         help="skip the plain numpy single-seed LinUCB rows")
@@ -102,13 +107,15 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
 
     print(f"T = {args.rounds} rounds, {args.seeds} seeds as one batch, d = 20, 50 arms, "
-          f"torch {torch.__version__}, {args.threads} thread(s), fastest of {args.repeats} run(s)\n")
+          f"torch {torch.__version__}, device {args.device}, {args.threads} thread(s), "
+          f"fastest of {args.repeats} run(s)\n")
     print("| setting | agent | wall time (s) | env alone (s) | cumulative regret (mean +- s.e.) |")
     print("|---|---|---:|---:|---:|")
     for setting in args.settings:
-        (env_time,) = fastest(args.repeats, lambda *a: (env_seconds(*a),), setting, args.rounds, args.seeds)
+        (env_time,) = fastest(args.repeats, lambda *a: (env_seconds(*a),), setting, args.rounds, args.seeds,
+                              args.device)
         for name in args.agents:
-            wall, regret = fastest(args.repeats, run_agent, name, setting, args.rounds, args.seeds)
+            wall, regret = fastest(args.repeats, run_agent, name, setting, args.rounds, args.seeds, 0, args.device)
             mean, se = mean_se(regret)
             print(f"| {setting} | {name} | {wall:.1f} | {env_time:.1f} | {mean:.1f} +- {se:.1f} |", flush=True)
         if args.reference:

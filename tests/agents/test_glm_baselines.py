@@ -1,5 +1,6 @@
 """UCBGLM, GLMTSL and SGDTS: the MLE against scikit-learn, the Laplace draw, SGD-TS's epochs,
-bad input, CUDA. Seeding, batching and persistence: ``test_baseline_contract.py``."""
+bad input, CUDA. Seeding, batching and persistence: ``test_baseline_contract.py``. Agents built
+without an env say ``device="cpu"``: these tests check the CPU math, and ``"auto"`` would pick a GPU."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def _sklearn_mle(X: torch.Tensor, y: torch.Tensor, lambda_reg: float) -> torch.T
 def test_glm_mle_matches_sklearn(cls):
     R, K, d, T, lam = 2, 5, 4, 300, 1.0
     contexts, actions, played, rewards = _logistic_rounds(T, R, K, d)
-    agent = cls(None, n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=lam)
+    agent = cls(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=lam)
     _feed(agent, contexts, actions, rewards)
     reference = torch.stack([_sklearn_mle(played[:, r], rewards[:, r], lam) for r in range(R)])  # (R, d)
     # Two warm-started steps per round track the MLE; each step shrinks the error by a factor ~0.2
@@ -62,7 +63,7 @@ def test_glm_mle_matches_sklearn(cls):
 def test_glmtsl_hessian_matches_reference_at_mle():
     R, K, d, T, lam = 1, 5, 3, 200, 0.5
     contexts, actions, played, rewards = _logistic_rounds(T, R, K, d, seed=1)
-    agent = GLMTSL(None, n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=lam)
+    agent = GLMTSL(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=lam)
     _feed(agent, contexts, actions, rewards)
     X = played[:, 0].double()  # (T, d)
     theta = agent.theta_hat[0].double()
@@ -81,9 +82,9 @@ def test_glmtsl_samples_have_covariance_a2_inverse_hessian():
     """
     N, K, d, a = 20_000, 4, 3, 0.7
     contexts, actions, played, rewards = _logistic_rounds(40, 1, K, d, seed=2)
-    fitted = GLMTSL(None, n_arms=K, dim=d, seed=3, exploration_scale=a)
+    fitted = GLMTSL(None, device="cpu", n_arms=K, dim=d, seed=3, exploration_scale=a)
     _feed(fitted, contexts, actions, rewards)
-    agent = GLMTSL(None, n_arms=K, dim=d, num_replicas=N, seed=3, exploration_scale=a)
+    agent = GLMTSL(None, device="cpu", n_arms=K, dim=d, num_replicas=N, seed=3, exploration_scale=a)
     agent.t, agent.theta_hat = fitted.t, fitted.theta_hat.expand(N, d)
     agent.sampling_factor = fitted.sampling_factor.expand(N, d, d)
     theta_hat = agent.theta_hat[0].double()
@@ -105,7 +106,7 @@ def test_logistic_nll_is_stable_for_large_scores():
 def test_sgdts_initial_mle_projection_and_averaging():
     R, K, d, tau = 2, 5, 3, 30
     contexts, actions, played, rewards = _logistic_rounds(tau + 3 * tau, R, K, d, seed=4)
-    agent = SGDTS(None, n_arms=K, dim=d, num_replicas=R, seed=0, n_explore_rounds=tau, step_size=50.0,
+    agent = SGDTS(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, n_explore_rounds=tau, step_size=50.0,
                   projection_radius=0.1, lambda_reg=1.0)
     _feed(agent, contexts[:tau], actions[:tau], rewards[:tau])
     reference = torch.stack([_sklearn_mle(played[:tau, r], rewards[:tau, r], 1.0) for r in range(R)])
@@ -178,10 +179,10 @@ def test_batched_draw_equals_single_run_for_odd_dimension(cls):
     R, K, d = 10, 4, 21
     contexts, actions, _, rewards = _logistic_rounds(30, R, K, d, seed=13)
     kwargs = {"n_explore_rounds": 10} if cls is SGDTS else {}
-    batched = cls(None, n_arms=K, dim=d, num_replicas=R, seed=3, exploration_scale=0.5, **kwargs)
+    batched = cls(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=3, exploration_scale=0.5, **kwargs)
     _feed(batched, contexts, actions, rewards)
     for r in (0, 7, R - 1):
-        single = cls(None, n_arms=K, dim=d, seed=3 + r, exploration_scale=0.5, **kwargs)
+        single = cls(None, device="cpu", n_arms=K, dim=d, seed=3 + r, exploration_scale=0.5, **kwargs)
         _feed(single, contexts[:, r], actions[:, r], rewards[:, r])
         assert torch.equal(single.sample_theta()[0], batched.sample_theta()[r])
 
@@ -190,7 +191,7 @@ def test_sgdts_sampling_factor_tracks_the_inverse_design():
     """S S^T = V^-1, V = lambda I + sum x x^T over every round (Potter's updates), and the draw's scale is g S."""
     R, K, d, T, lam = 3, 5, 4, 300, 2.0
     gen = torch.Generator().manual_seed(12)
-    agent = SGDTS(None, n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=lam, exploration_scale=0.3)
+    agent = SGDTS(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=lam, exploration_scale=0.3)
     design = lam * torch.eye(d, dtype=torch.float64).expand(R, d, d).clone()
     for _ in range(T):
         contexts = torch.randn(R, K, d, generator=gen)

@@ -1,6 +1,7 @@
 """LinUCB, LinTS and EpsGreedy: oracle fits, the LinTS posterior, bad input, CUDA.
 
-Seeding, batching and persistence: ``test_baseline_contract.py``."""
+Seeding, batching and persistence: ``test_baseline_contract.py``. Agents built without an env say
+``device="cpu"``: these tests check the CPU math, and ``"auto"`` would pick a GPU where there is one."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def test_ridge_zero_exploration_recovers_theta(cls):
     R, K, d, lam = 3, 6, 5, 1e-3
     theta_star, contexts, actions, played, rewards = _noise_free_rounds(200, R, K, d)
     kwargs = {"horizon": 200} if cls is LinTS else {}
-    agent = cls(None, n_arms=K, dim=d, num_replicas=R, seed=0, exploration_scale=0.0, lambda_reg=lam, **kwargs)
+    agent = cls(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, exploration_scale=0.0, lambda_reg=lam,
+                **kwargs)
     _feed(agent, contexts, actions, rewards)
     X, y = played.double().transpose(0, 1), rewards.double().T  # (R, T, d), (R, T)
     ridge = torch.linalg.solve(X.mT @ X + lam * torch.eye(d, dtype=torch.float64), (X.mT @ y[..., None]))[..., 0]
@@ -54,7 +56,7 @@ def test_ridge_zero_exploration_recovers_theta(cls):
 def test_linucb_zero_bonus_recovers_theta():
     R, K, d = 2, 6, 4
     theta_star, contexts, actions, _, rewards = _noise_free_rounds(100, R, K, d, seed=3)
-    agent = LinUCB(None, n_arms=K, dim=d, num_replicas=R, seed=0, exploration_scale=0.0, lambda_reg=1e-4)
+    agent = LinUCB(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, exploration_scale=0.0, lambda_reg=1e-4)
     _feed(agent, contexts, actions, rewards)
     torch.testing.assert_close(agent.theta_hat, theta_star, rtol=0, atol=1e-3)
 
@@ -62,7 +64,7 @@ def test_linucb_zero_bonus_recovers_theta():
 def test_linucb_bonus_is_nu_t_times_confidence_width():
     """An arm's index is x^T theta_hat + c sqrt(d log t) sqrt(x^T V^-1 x)."""
     R, K, d = 1, 2, 3
-    agent = LinUCB(None, n_arms=K, dim=d, num_replicas=R, seed=0, exploration_scale=0.5, lambda_reg=1.0)
+    agent = LinUCB(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, exploration_scale=0.5, lambda_reg=1.0)
     _, contexts, actions, _, rewards = _noise_free_rounds(9, R, K, d, seed=4)
     _feed(agent, contexts, actions, rewards)  # now t = 10
     assert agent.bonus_scale() == pytest.approx(0.5 * math.sqrt(d * math.log(10)))
@@ -77,8 +79,8 @@ def test_linucb_bonus_is_nu_t_times_confidence_width():
 def test_sherman_morrison_and_square_root_updates_match_linalg_inv():
     R, K, d = 4, 10, 8
     _, contexts, actions, played, rewards = _noise_free_rounds(1000, R, K, d, seed=6)
-    linucb = LinUCB(None, n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=1.0)
-    lints = LinTS(None, n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=1.0, horizon=1000)
+    linucb = LinUCB(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=1.0)
+    lints = LinTS(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=1.0, horizon=1000)
     _feed(linucb, contexts, actions, rewards)
     _feed(lints, contexts, actions, rewards)
     X = played.double().transpose(0, 1)  # (R, T, d)
@@ -100,7 +102,8 @@ def test_lints_samples_have_covariance_v2_design_inverse():
     of v^2, V instead of V^-1, a dropped factor 2) moves entries by far more.
     """
     N, K, d, T = 20_000, 5, 4, 500
-    agent = LinTS(None, n_arms=K, dim=d, num_replicas=N, seed=11, exploration_scale=0.3, lambda_reg=1.0, horizon=T)
+    agent = LinTS(None, device="cpu", n_arms=K, dim=d, num_replicas=N, seed=11, exploration_scale=0.3, lambda_reg=1.0,
+                  horizon=T)
     assert agent.posterior_scale == pytest.approx(0.3 * math.sqrt(d * math.log(T)))
     _, contexts, actions, played, rewards = _noise_free_rounds(30, 1, K, d, seed=7)
     rewards = rewards + 0.1 * torch.randn(rewards.shape, generator=torch.Generator().manual_seed(8))
@@ -117,7 +120,7 @@ def test_lints_samples_have_covariance_v2_design_inverse():
 
 
 def test_lints_draws_differ_between_rounds_and_not_within_one():
-    agent = LinTS(None, n_arms=4, dim=3, num_replicas=2, seed=0, horizon=100)
+    agent = LinTS(None, device="cpu", n_arms=4, dim=3, num_replicas=2, seed=0, horizon=100)
     first, again = agent.sample_theta(), agent.sample_theta()
     assert torch.equal(first, again)  # predict does not change the agent
     agent.update(torch.ones(2, 4, 3), [0, 1], [1.0, 0.0])
@@ -125,9 +128,9 @@ def test_lints_draws_differ_between_rounds_and_not_within_one():
 
 
 def test_epsgreedy_exploration_rate_schedule():
-    agent = EpsGreedy(None, n_arms=4, dim=3, seed=0, exploration_scale=2.0)
+    agent = EpsGreedy(None, device="cpu", n_arms=4, dim=3, seed=0, exploration_scale=2.0)
     assert [agent.exploration_rate(t) for t in (1, 4, 16, 64)] == [1.0, 1.0, 0.5, 0.25]
-    greedy = EpsGreedy(None, n_arms=4, dim=3, seed=0, exploration_scale=0.0)
+    greedy = EpsGreedy(None, device="cpu", n_arms=4, dim=3, seed=0, exploration_scale=0.0)
     assert greedy.exploration_rate(1) == 0.0
 
 
@@ -137,7 +140,7 @@ def test_epsgreedy_explores_at_rate_c_over_sqrt_t():
     Over N = 20,000 replicas the frequency has sd sqrt(0.375 * 0.625 / N) = 0.0034; bound 5 sd.
     """
     N, K, d = 20_000, 4, 2
-    agent = EpsGreedy(None, n_arms=K, dim=d, num_replicas=N, seed=0, exploration_scale=2.0)
+    agent = EpsGreedy(None, device="cpu", n_arms=K, dim=d, num_replicas=N, seed=0, exploration_scale=2.0)
     agent.update(torch.eye(d)[None, :1].expand(N, K, d).contiguous(), torch.zeros(N, dtype=torch.long), torch.ones(N))
     agent.t = 16
     x = torch.zeros(N, K, d)
@@ -170,7 +173,7 @@ def test_bad_hyperparameters_raise(cls, kwargs, match):
 
 def test_lints_needs_a_horizon_without_env():
     with pytest.raises(ValueError, match="horizon must be given"):
-        LinTS(None, n_arms=3, dim=2, seed=0)
+        LinTS(None, device="cpu", n_arms=3, dim=2, seed=0)
     assert LinTS(_vec(), seed=0).horizon == SMALL["horizon"]
     assert LinTS(_vec(), seed=0, horizon=50).horizon == 50
 
@@ -220,9 +223,9 @@ def test_lints_batched_draw_equals_single_run_for_odd_dimension():
     the draw must still be a per-replica function of the replica's data and seed."""
     R, K, d = 10, 4, 21
     _, contexts, actions, _, rewards = _noise_free_rounds(30, R, K, d, seed=12)
-    batched = LinTS(None, n_arms=K, dim=d, num_replicas=R, seed=3, horizon=100, exploration_scale=0.5)
+    batched = LinTS(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=3, horizon=100, exploration_scale=0.5)
     _feed(batched, contexts, actions, rewards)
     for r in (0, 7, R - 1):
-        single = LinTS(None, n_arms=K, dim=d, seed=3 + r, horizon=100, exploration_scale=0.5)
+        single = LinTS(None, device="cpu", n_arms=K, dim=d, seed=3 + r, horizon=100, exploration_scale=0.5)
         _feed(single, contexts[:, r], actions[:, r], rewards[:, r])
         assert torch.equal(single.sample_theta()[0], batched.sample_theta()[r])
