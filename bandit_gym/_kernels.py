@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from bandit_gym._rng import _normal_row, _scratch
+
 _JIT = {"nogil": True, "cache": True}
 
 
@@ -34,3 +36,41 @@ def chosen_and_regret(expected, best, actions):
         chosen[r] = expected[r, actions[r]]
         regret[r] = best[r] - chosen[r]  # exactly 0 for the best arm
     return chosen, regret
+
+
+@njit(**_JIT)
+def _dot(x, theta):
+    """``x . theta`` of two float32 vectors, summed in float64 in index order, rounded once."""
+    total = 0.0
+    for k in range(x.shape[0]):
+        total += np.float64(x[k]) * np.float64(theta[k])
+    return np.float32(total)
+
+
+@njit(**_JIT)
+def linear_scores(features, theta):
+    """``x . theta`` for every row: ``(R, N, d), (R or 1, d) -> (R, N)`` float32 (see :func:`_dot`)."""
+    R, N = features.shape[0], features.shape[1]
+    out = np.empty((R, N), np.float32)
+    for r in range(R):
+        t = theta[0] if theta.shape[0] == 1 else theta[r]
+        for i in range(N):
+            out[r, i] = _dot(features[r, i], t)
+    return out
+
+
+@njit(**_JIT)
+def unit_arms_and_scores(start, n_rows, dim, theta, arms, scores):
+    """A block of unit-norm arms and their scores in one call, with no Python in between.
+
+    ``arms[r]`` ``(n_rows, dim)`` gets ``_rng.unit_normal``'s rows for the words hashed from
+    ``start[r]``, and ``scores[r]`` ``(n_rows,)`` their :func:`linear_scores` with ``theta``:
+    the same numbers as those two calls. One call holds the GIL only to start, so it runs
+    beside the caller's thread.
+    """
+    scratch = _scratch(n_rows * dim)
+    for r in range(start.shape[0]):
+        _normal_row(start[r], n_rows * dim, dim, arms[r].reshape(n_rows * dim), scratch)
+        t = theta[0] if theta.shape[0] == 1 else theta[r]
+        for i in range(n_rows):
+            scores[r, i] = _dot(arms[r, i], t)

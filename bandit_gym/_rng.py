@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 
 import numpy as np
 import torch
@@ -120,47 +119,164 @@ def _np_index(n: int) -> np.ndarray:
     return index
 
 
-def _split_words(bits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Upper and lower 32 bits of each word as float32 (exact below 2**24, rounded above)."""
-    if bits.device.type == "cpu":
-        # Each word read as its two native uint32 halves: the same values as shifting and masking
-        # the uint64 words, and a third faster.
-        halves = bits.numpy().view(np.uint32).reshape(*bits.shape, 2)  # (R, n, 2)
-        high, low = (1, 0) if sys.byteorder == "little" else (0, 1)
-        return (torch.from_numpy(halves[..., high].astype(np.float32)),
-                torch.from_numpy(halves[..., low].astype(np.float32)))
-    return _shift_right(bits, 32).to(torch.float32), (bits & _LOW32).to(torch.float32)
-
-
 _U64 = np.uint64
+_LN2 = math.log(2.0)
+_SQRT2 = math.sqrt(2.0)
+_ANGLE_UNIT = _TWO_PI * 2.0**-32  # radians per step of a 32-bit angle
+_MANTISSA, _ONE_BITS = 0x000FFFFFFFFFFFFF, 0x3FF0000000000000
+# Taylor coefficients of (sin(x) / x - 1) / x^2 (to x^15) and of (cos(x) - 1) / x^2 (to x^16),
+# highest first: on |x| <= pi / 4 the truncation errors are below 1e-16.
+_SIN = (-1 / 1307674368000, 1 / 6227020800, -1 / 39916800, 1 / 362880, -1 / 5040, 1 / 120, -1 / 6)
+_COS = (1 / 20922789888000, -1 / 87178291200, 1 / 479001600, -1 / 3628800, 1 / 40320, -1 / 720, 1 / 24, -1 / 2)
 
 
-@njit(nogil=True, cache=True)
-def _split_block_kernel(start: np.ndarray, n: int, high: np.ndarray, low: np.ndarray) -> None:
-    """``_split_words(_block_bits(...))`` in one pass: word ``j`` of replica ``r`` is
-    ``mix64(start[r] + j * golden)``; its upper and lower 32 bits go to ``high[r, j]``, ``low[r, j]``
-    as float32 (the same conversion as numpy's ``astype``: round to nearest)."""
-    for r in range(start.shape[0]):
-        x0 = start[r]
+@njit(nogil=True, cache=True, error_model="numpy")
+def _hash_row(x0, words):
+    """``words[j] = mix64(x0 + j golden)``: one replica's block of 64-bit words (uint64)."""
+    for j in range(words.shape[0]):
+        x = x0 + _U64(j) * _NP_GOLDEN
+        x ^= x >> _U64(30)
+        x *= _NP_MUL1
+        x ^= x >> _U64(27)
+        x *= _NP_MUL2
+        words[j] = x ^ (x >> _U64(31))
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _box_muller(words, cosines, sines, radius, exponent, mantissa, reduced, quadrant):
+    """``2 half`` standard normals from ``half`` 64-bit words (Box-Muller), into ``cosines`` and
+    ``sines`` (float64, ``half`` each).
+
+    Word ``j``'s upper 32 bits ``h`` give ``u1 = (h + 1/2) 2^-32`` in ``(0, 1)``, its lower 32
+    bits ``l`` the angle ``2 pi l 2^-32``; ``cosines[j] = sqrt(-2 ln u1) cos(angle)`` and
+    ``sines[j] = sqrt(-2 ln u1) sin(angle)``. The logarithm, sine and cosine are series in
+    float64, accurate to about 1e-16, in passes of plain arithmetic that the compiler
+    vectorises; rounded to float32, the draws equal numpy's float64 ``log``, ``cos`` and ``sin``
+    of the same words rounded to float32 (``tests/envs/test_rng.py``). The scratch arrays
+    hold ``half`` entries each.
+    """
+    half = words.shape[0]
+    bits = radius.view(np.int64)
+    mantissa_value = mantissa.view(np.float64)
+    for j in range(half):  # split each word into h + 1/2 and a quarter-turn-reduced angle
+        x = words[j]
+        # h - 2^31 fits an int32, whose conversion to float64 vectorises; the sum is exact.
+        radius[j] = np.float64(np.int32(np.int64(x >> _U64(32)) - 2147483648)) + 2147483648.5
+        low = np.int64(x & _U64(0xFFFFFFFF))
+        turn = (low + (1 << 29)) >> 30  # the nearest quarter turn, 0..4
+        reduced[j] = np.int32(low - (turn << 30))  # angle - turn pi / 2, in steps of 2 pi 2^-32
+        quadrant[j] = np.int32(turn & 3)
+    for j in range(half):  # h + 1/2 = m 2^e with m in [1, 2), read off the float64 bits
+        b = bits[j]
+        exponent[j] = np.float64(np.int32((b >> 52) - 1023))
+        mantissa[j] = (b & _MANTISSA) | _ONE_BITS
+    for j in range(half):  # radius = sqrt(-2 ln u1), ln m = 2 atanh(s), s = (m - 1) / (m + 1)
+        m = mantissa_value[j]
+        e = exponent[j]
+        if m > _SQRT2:  # m in [sqrt(1/2), sqrt(2)): |s| <= 0.172, and the series to s^17 suffices
+            m *= 0.5
+            e += 1.0
+        s = (m - 1.0) / (m + 1.0)
+        s2 = s * s
+        p = 1.0 / 17.0
+        p = p * s2 + 1.0 / 15.0
+        p = p * s2 + 1.0 / 13.0
+        p = p * s2 + 1.0 / 11.0
+        p = p * s2 + 1.0 / 9.0
+        p = p * s2 + 1.0 / 7.0
+        p = p * s2 + 1.0 / 5.0
+        p = p * s2 + 1.0 / 3.0
+        p = p * s2 + 1.0
+        radius[j] = math.sqrt(-2.0 * ((e - 32.0) * _LN2 + 2.0 * s * p))
+    for j in range(half):  # cos and sin of turn pi / 2 + x, |x| <= pi / 4
+        x = np.float64(reduced[j]) * _ANGLE_UNIT
+        x2 = x * x
+        sp = _SIN[0]
+        sp = sp * x2 + _SIN[1]
+        sp = sp * x2 + _SIN[2]
+        sp = sp * x2 + _SIN[3]
+        sp = sp * x2 + _SIN[4]
+        sp = sp * x2 + _SIN[5]
+        sp = sp * x2 + _SIN[6]
+        cp = _COS[0]
+        cp = cp * x2 + _COS[1]
+        cp = cp * x2 + _COS[2]
+        cp = cp * x2 + _COS[3]
+        cp = cp * x2 + _COS[4]
+        cp = cp * x2 + _COS[5]
+        cp = cp * x2 + _COS[6]
+        cp = cp * x2 + _COS[7]
+        sin_x = x + x * x2 * sp
+        cos_x = 1.0 + x2 * cp
+        k = quadrant[j]
+        odd = (k & 1) != 0
+        # cos(x + k pi / 2) is cos x, -sin x, -cos x, sin x; sin(x + k pi / 2) is sin x, cos x, -sin x, -cos x.
+        # Signs as arithmetic, not branches: the loop then vectorises.
+        cos_sign = 1.0 - 2.0 * np.float64(((k + 1) >> 1) & 1)
+        sin_sign = 1.0 - 2.0 * np.float64((k >> 1) & 1)
+        cosines[j] = radius[j] * (cos_sign * (sin_x if odd else cos_x))
+        sines[j] = radius[j] * (sin_sign * (cos_x if odd else sin_x))
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _scratch(n):
+    """Work arrays of :func:`_normal_row` for ``n`` draws per replica."""
+    half = (n + 1) // 2
+    return (np.empty(half, np.uint64), np.empty(2 * half, np.float64), np.empty(half, np.float64),
+            np.empty(half, np.float64), np.empty(half, np.int64), np.empty(half, np.int32), np.empty(half, np.int32))
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _normal_row(x0, n, dim, out, scratch):
+    """One replica's ``n`` draws from the words hashed from ``x0`` into ``out`` (float32, 1-D); with
+    ``dim > 0`` each run of ``dim`` entries is scaled to unit norm in float64, before the one rounding."""
+    words, z, radius, exponent, mantissa, reduced, quadrant = scratch
+    _hash_row(x0, words)
+    half = words.shape[0]
+    _box_muller(words, z[:half], z[half:], radius, exponent, mantissa, reduced, quadrant)
+    if dim == 0:
         for j in range(n):
-            x = x0 + _U64(j) * _NP_GOLDEN
-            x ^= x >> _U64(30)
-            x *= _NP_MUL1
-            x ^= x >> _U64(27)
-            x *= _NP_MUL2
-            x ^= x >> _U64(31)
-            high[r, j] = np.float32(x >> _U64(32))
-            low[r, j] = np.float32(x & _U64(0xFFFFFFFF))
+            out[j] = np.float32(z[j])
+        return
+    for row in range(n // dim):
+        zr, outr = z[row * dim:(row + 1) * dim], out[row * dim:(row + 1) * dim]
+        total = 0.0
+        for i in range(dim):
+            total += zr[i] * zr[i]
+        scale = 1.0 / math.sqrt(total)
+        for i in range(dim):
+            outr[i] = np.float32(zr[i] * scale)
 
 
-def _split_block(keys: torch.Tensor, stream: int, counter: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``_split_words(_block_bits(keys, stream, counter, n))``; on CPU one compiled pass, a third of the cost."""
-    if keys.device.type != "cpu":
-        return _split_words(_block_bits(keys, stream, counter, n))
-    start = keys.numpy().view(np.uint64) + np.uint64(_offset(stream, counter) & ((1 << 64) - 1))  # (R,)
-    high, low = np.empty((len(start), n), np.float32), np.empty((len(start), n), np.float32)
-    _split_block_kernel(start, n, high, low)
-    return torch.from_numpy(high), torch.from_numpy(low)
+@njit(nogil=True, cache=True, error_model="numpy")
+def _normal_kernel(start, n, dim, out):
+    """``out[r]`` (``n`` float32) gets replica ``r``'s draws, from the words hashed from ``start[r]``."""
+    scratch = _scratch(n)
+    for r in range(start.shape[0]):
+        _normal_row(start[r], n, dim, out[r], scratch)
+
+
+def start_words(keys: torch.Tensor, stream: int, counter: int) -> np.ndarray:
+    """Where each replica's ``(stream, counter)`` block of words starts: ``(R,)`` uint64, for CPU kernels."""
+    return keys.numpy().view(np.uint64) + np.uint64(_offset(stream, counter) & ((1 << 64) - 1))
+
+
+def _normal_block(keys: torch.Tensor, stream: int, counter: int, n: int, dim: int) -> torch.Tensor:
+    """``n`` draws per replica, ``(R, n)`` float32; runs of ``dim`` scaled to unit norm when ``dim > 0``."""
+    if keys.device.type == "cpu":
+        out = np.empty((len(keys), n), np.float32)
+        _normal_kernel(start_words(keys, stream, counter), n, dim, out)
+        return torch.from_numpy(out)
+    # Elsewhere the same formula in torch's float64, rounded once: equal to the CPU's up to that rounding.
+    half = (n + 1) // 2
+    bits = _block_bits(keys, stream, counter, half)  # (R, half)
+    radius = (-2.0 * torch.log((_shift_right(bits, 32).double() + 0.5) * 2.0**-32)).sqrt_()  # (R, half)
+    angle = (bits & _LOW32).double() * _ANGLE_UNIT  # (R, half)
+    z = torch.cat((radius * torch.cos(angle), radius * torch.sin(angle)), dim=1)[:, :n]  # (R, n)
+    if dim > 0:
+        rows = z.reshape(len(keys), n // dim, dim)
+        z = (rows / torch.linalg.vector_norm(rows, dim=-1, keepdim=True)).reshape(len(keys), n)
+    return z.float()
 
 
 def uniform(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
@@ -172,16 +288,16 @@ def uniform(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...
 
 def normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
     """Standard normal float32 draws of shape ``(R, *shape)`` (Box-Muller, two per word)."""
-    n = math.prod(shape)
-    half = (n + 1) // 2
-    high, low = _split_block(keys, stream, counter, half)  # (R, half) each
-    # u1 = (high + 1/2) / 2**32 in (0, 1]; angle = 2 pi low / 2**32 in [0, 2 pi).
-    radius = high.add_(0.5).mul_(2.0**-32).log_().mul_(-2.0).sqrt_()  # (R, half)
-    angle = low.mul_(_TWO_PI * 2.0**-32)  # (R, half)
-    z = torch.empty(keys.shape[0], 2 * half, dtype=torch.float32, device=keys.device)  # (R, 2 half)
-    torch.cos(angle, out=z[:, :half]).mul_(radius)
-    torch.sin(angle, out=z[:, half:]).mul_(radius)
-    return z[:, :n].reshape(keys.shape[0], *shape)
+    return _normal_block(keys, stream, counter, math.prod(shape), 0).reshape(keys.shape[0], *shape)
+
+
+def unit_normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """:func:`normal` draws scaled to unit norm along the last axis (uniform on the sphere), ``(R, *shape)``.
+
+    The scaling happens before the rounding to float32: each row is the float32 rounding of
+    the float64 ``z / |z|``.
+    """
+    return _normal_block(keys, stream, counter, math.prod(shape), shape[-1]).reshape(keys.shape[0], *shape)
 
 
 def permutation_keys(keys: torch.Tensor, stream: int, n: int) -> torch.Tensor:

@@ -8,11 +8,13 @@ batched env (``XxxBanditVectorEnv``) that share one simulator class.
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import torch
 
-from bandit_gym import _rng
+from bandit_gym import _kernels, _rng
 from bandit_gym._base import (
     BanditEnv,
     BanditSimulator,
@@ -25,14 +27,16 @@ from bandit_gym._base import (
 PAPER_NOISE_STD = math.sqrt(0.5)
 
 
-def _unit_norm(z: torch.Tensor) -> torch.Tensor:
-    """Scale to unit norm along the last axis (``N(0, I)`` draws become uniform on the sphere)."""
-    return z / torch.linalg.vector_norm(z, dim=-1, keepdim=True)
+_WORKER: tuple[int, ThreadPoolExecutor] | None = None
 
 
-def _unit_normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
-    """Draws of ``N(0, I)`` scaled to unit norm along the last axis, ``(R, *shape)``."""
-    return _unit_norm(_rng.normal(keys, stream, counter, shape))
+def _background() -> ThreadPoolExecutor:
+    """The process's one background thread for computing blocks ahead (made again in a forked
+    child, which does not inherit the parent's thread)."""
+    global _WORKER
+    if _WORKER is None or _WORKER[0] != os.getpid():
+        _WORKER = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="bandit_gym-prefetch"))
+    return _WORKER[1]
 
 
 class SyntheticBanditSimulator(BanditSimulator):
@@ -86,16 +90,22 @@ class SyntheticBanditSimulator(BanditSimulator):
         self._block: list[tuple[torch.Tensor, ...]] | None = None
         self._fixed: tuple[torch.Tensor, ...] | None = None  # (R, K), (R,), (R,) with a fixed arm set
         self._reward_draws = _rng.BlockDraws(self._reward_kind, _rng.STREAM_REWARD, (), block=256)
+        #: Compute the next block of changing arm sets on a background thread while this one is
+        #: played (CPU only): the same numbers, and on a machine with a spare core the arm sets
+        #: cost the main thread nothing. The block's kernels release the GIL.
+        self.prefetch = self.device.type == "cpu"
+        self._pending: tuple[int, Future] | None = None  # (block index, its computation)
 
     def _new_episode(self) -> None:
+        self._drop_pending()  # before theta changes: a block being computed reads it
         if self.instance_seed is None:
             keys = self.keys  # (R,)
         else:
             keys = _rng.seed_to_key(torch.tensor([self.instance_seed])).to(self.device)  # (1,)
-        self.theta = _unit_normal(keys, _rng.STREAM_INSTANCE, 0, (self.dim,))  # (R or 1, d)
+        self.theta = _rng.unit_normal(keys, _rng.STREAM_INSTANCE, 0, (self.dim,))  # (R or 1, d)
         self._block_index = -1  # the cached block belongs to the previous episode's keys
         if not self.changing_arms:
-            arms = _unit_normal(keys, _rng.STREAM_INSTANCE, 1, (self.n_arms, self.dim))  # (R or 1, K, d)
+            arms = _rng.unit_normal(keys, _rng.STREAM_INSTANCE, 1, (self.n_arms, self.dim))  # (R or 1, K, d)
             self.fixed_arms = arms.expand(self.num_replicas, -1, -1).contiguous()  # (R, K, d)
             expected = self._mean_rewards(self.fixed_arms)  # (R, K)
             self._fixed = (expected, *expected.max(dim=1))  # expected, best, first optimal arm
@@ -107,18 +117,59 @@ class SyntheticBanditSimulator(BanditSimulator):
             return self.fixed_arms.clone(), *self._fixed
         index, row = divmod(t, self._context_block)
         if index != self._block_index:
-            shape = (self._context_block, self.n_arms, self.dim)
-            contexts = _unit_normal(self.keys, _rng.STREAM_CONTEXT, index, shape)  # (R, B, K, d)
-            expected = self._mean_rewards(contexts)  # (R, B, K)
+            pending, self._pending = self._pending, None
+            if pending is not None and pending[0] == index:
+                contexts, scores = pending[1].result()
+            else:
+                contexts, scores = self._arms_and_scores(self.keys, index)
+            if self.prefetch and (index + 1) * self._context_block <= self.horizon:  # round T is observed too
+                self._pending = (index + 1, _background().submit(self._arms_and_scores, self.keys, index + 1))
+            expected = self._rewards_of_scores(scores)  # (R, B, K)
             # Split once per block into B rounds of views: one tuple lookup per round instead of four slicings.
             parts = (contexts, expected, *expected.max(dim=2))  # (R, B, K, d), (R, B, K), (R, B), (R, B)
             self._block, self._block_index = list(zip(*(part.unbind(1) for part in parts), strict=True)), index
         return self._block[row]  # (R, K, d), (R, K), (R,), (R,)
 
+    def _arms_and_scores(self, keys: torch.Tensor, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Block ``index`` of changing arm sets ``(R, B, K, d)`` and their scores ``x . theta*`` ``(R, B, K)``.
+
+        On CPU one compiled call that releases the GIL (what the background thread runs).
+        """
+        B, K, d = self._context_block, self.n_arms, self.dim
+        if self.device.type != "cpu":
+            contexts = _rng.unit_normal(keys, _rng.STREAM_CONTEXT, index, (B, K, d))
+            return contexts, self._linear_scores(contexts)
+        R = len(keys)
+        arms, scores = np.empty((R, B, K, d), np.float32), np.empty((R, B, K), np.float32)
+        _kernels.unit_arms_and_scores(_rng.start_words(keys, _rng.STREAM_CONTEXT, index), B * K, d,
+                                      self.theta.numpy(), arms.reshape(R, B * K, d), scores.reshape(R, B * K))
+        return torch.from_numpy(arms), torch.from_numpy(scores)
+
+    def _drop_pending(self) -> None:
+        """Forget the block computed ahead, after it has finished (it reads ``theta``)."""
+        pending, self._pending = self._pending, None
+        if pending is not None and not pending[1].cancel():
+            pending[1].exception()  # waits; an error there belongs to a block nobody will play
+
+    def __getstate__(self) -> dict:
+        # A block computed ahead is derived state (and a Future does not pickle).
+        self._drop_pending()
+        return {**self.__dict__, "_pending": None}
+
+    def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
+        return self._rewards_of_scores(self._linear_scores(contexts))  # (R, ..., K)
+
+    def _rewards_of_scores(self, scores: torch.Tensor) -> torch.Tensor:
+        """Expected rewards from the scores ``x . theta*`` (each problem's link function)."""
+        raise NotImplementedError
+
     def _linear_scores(self, contexts: torch.Tensor) -> torch.Tensor:
-        """``x . theta*`` for ``(R, ..., d)`` features -> ``(R, ...)``."""
+        """``x . theta*`` for ``(R, ..., d)`` features -> ``(R, ...)``, summed in float64 and rounded once."""
+        if contexts.is_cpu and contexts.dtype == torch.float32:  # one compiled call that releases the GIL
+            rows = contexts.reshape(contexts.shape[0], -1, self.dim).numpy()  # (R, N, d)
+            return torch.from_numpy(_kernels.linear_scores(rows, self.theta.numpy())).reshape(contexts.shape[:-1])
         theta = self.theta.reshape(self.theta.shape[0], *([1] * (contexts.ndim - 2)), self.dim)  # (R or 1, 1.., d)
-        return (contexts * theta).sum(dim=-1)
+        return (contexts.double() * theta.double()).sum(dim=-1).float()
 
     def _gaussian_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
         noise = self._reward_draws(self.keys, t)  # (R,)
@@ -130,8 +181,8 @@ class SyntheticBanditSimulator(BanditSimulator):
 class LinearBanditSimulator(SyntheticBanditSimulator):
     """Linear rewards ``r = x . theta* + N(0, noise_std^2)``."""
 
-    def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
-        return self._linear_scores(contexts)  # (R, ..., K)
+    def _rewards_of_scores(self, scores: torch.Tensor) -> torch.Tensor:
+        return scores
 
     _sample_rewards = SyntheticBanditSimulator._gaussian_rewards
 
@@ -142,11 +193,11 @@ class LogisticBanditSimulator(SyntheticBanditSimulator):
     reward_low, reward_high = 0.0, 1.0
     _reward_kind = "uniform"
 
-    def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
+    def _rewards_of_scores(self, scores: torch.Tensor) -> torch.Tensor:
         # torch's float32 sigmoid rounds differently in its SIMD body and its scalar tail, so a
         # replica's value would depend on the batch size; in float64, rounded to float32, the two
         # paths agree (they differ by ~1e-16, a float32 rounding boundary is hit with p ~ 1e-8).
-        return torch.sigmoid(self._linear_scores(contexts).double()).float()
+        return torch.sigmoid(scores.double()).float()
 
     def _sample_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
         return (self._reward_draws(self.keys, t) < chosen_mean).to(torch.float32)  # (R,)
@@ -155,8 +206,8 @@ class LogisticBanditSimulator(SyntheticBanditSimulator):
 class QuadraticBanditSimulator(SyntheticBanditSimulator):
     """Quadratic rewards ``r = 10 (x . theta*)^2 + N(0, noise_std^2)``."""
 
-    def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
-        return 10.0 * self._linear_scores(contexts) ** 2
+    def _rewards_of_scores(self, scores: torch.Tensor) -> torch.Tensor:
+        return 10.0 * scores**2
 
     _sample_rewards = SyntheticBanditSimulator._gaussian_rewards
 

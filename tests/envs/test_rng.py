@@ -37,22 +37,51 @@ def test_numpy_and_torch_paths_give_the_same_bits():
     assert torch.equal(cpu_bits, torch_bits)
 
 
-@pytest.mark.parametrize("n", [1, 7, 4000])
-def test_compiled_split_gives_the_same_floats_as_numpy(n):
-    # normal() on CPU hashes and splits each word in one compiled pass; it must equal the numpy path.
+def _box_muller_reference(keys: torch.Tensor, stream: int, counter: int, n: int) -> np.ndarray:
+    """Box-Muller of the block's words in numpy float64 (its own log, cos and sin): ``(R, n)``."""
+    half = (n + 1) // 2
+    bits = _rng._block_bits(keys, stream, counter, half).numpy().view(np.uint64)  # (R, half)
+    radius = np.sqrt(-2.0 * np.log(((bits >> np.uint64(32)).astype(np.float64) + 0.5) * 2.0**-32))
+    angle = (bits & np.uint64(0xFFFFFFFF)).astype(np.float64) * (2.0 * math.pi * 2.0**-32)
+    return np.concatenate([radius * np.cos(angle), radius * np.sin(angle)], axis=1)[:, :n]
+
+
+@pytest.mark.parametrize("n", [1, 7, 4000, 40_000])
+def test_compiled_normals_are_float64_box_muller_rounded_once(n):
+    # The kernel's own log, sine and cosine series: every draw must be the float32 rounding of the
+    # float64 formula (a series off by more than ~1e-9 relative would miss in a fraction of 80,000).
     keys = _rng.seed_to_key(torch.arange(3) + 11)
-    high, low = _rng._split_block(keys, _rng.STREAM_CONTEXT, 5, n)
-    want_high, want_low = _rng._split_words(_rng._block_bits(keys, _rng.STREAM_CONTEXT, 5, n))
-    assert torch.equal(high, want_high) and torch.equal(low, want_low)
+    want = _box_muller_reference(keys, _rng.STREAM_CONTEXT, 5, n).astype(np.float32)
+    np.testing.assert_array_equal(_rng.normal(keys, _rng.STREAM_CONTEXT, 5, (n,)).numpy(), want)
 
 
-def test_numpy_and_torch_paths_split_words_alike():
-    # The CPU path reads the uint32 halves of each word; the CUDA path shifts and masks in torch.
-    bits = _rng._block_bits(_rng.seed_to_key(torch.arange(4)), _rng.STREAM_REWARD, 3, 257)  # (4, 257)
-    high, low = _rng._split_words(bits)
-    assert torch.equal(high, _rng._shift_right(bits, 32).to(torch.float32))
-    assert torch.equal(low, (bits & _rng._LOW32).to(torch.float32))
-    assert high.shape == low.shape == (4, 257)
+def test_compiled_box_muller_at_the_extremes_of_the_words():
+    # h = 0 and 2^32 - 1 are the largest and smallest radius; the angle's quarter-turn boundaries
+    # (l near k 2^30 +- 2^29, and the wrap from turn 4 to 0) are where the reduction could slip.
+    highs = [0, 1, 2**31, 2**32 - 1]
+    lows = [0, 1, 2**29 - 1, 2**29, 2**30 - 1, 2**30, 2**31, 3 * 2**30 + 2**29, 2**32 - 2**29 - 1, 2**32 - 2**29,
+            2**32 - 1]
+    words = np.array([(h << 32) | low for h in highs for low in lows], dtype=np.uint64)
+    half = len(words)
+    z = np.empty(2 * half)
+    scratch = (np.empty(half), np.empty(half), np.empty(half, np.int64), np.empty(half, np.int32),
+               np.empty(half, np.int32))
+    _rng._box_muller(words, z[:half], z[half:], *scratch)
+    radius = np.sqrt(-2.0 * np.log(((words >> np.uint64(32)).astype(np.float64) + 0.5) * 2.0**-32))
+    angle = (words & np.uint64(0xFFFFFFFF)).astype(np.float64) * (2.0 * math.pi * 2.0**-32)
+    # numpy's cos of the rounded angle is off by ~1e-16 absolute: near a zero that is the bound.
+    np.testing.assert_allclose(z, np.concatenate([radius * np.cos(angle), radius * np.sin(angle)]),
+                               rtol=1e-14, atol=1e-14)
+
+
+def test_unit_normal_rows_are_the_float64_normals_scaled_then_rounded():
+    keys = _rng.seed_to_key(torch.arange(4))
+    z = _box_muller_reference(keys, _rng.STREAM_CONTEXT, 2, 3 * 7 * 5).reshape(4, 3, 7, 5)
+    want = (z / np.linalg.norm(z, axis=-1, keepdims=True)).astype(np.float32)
+    got = _rng.unit_normal(keys, _rng.STREAM_CONTEXT, 2, (3, 7, 5)).numpy()
+    # numpy's norm sums in another order than the kernel: allow one float32 ulp.
+    np.testing.assert_allclose(got, want, rtol=2**-23, atol=0)
+    assert np.abs(np.linalg.norm(got.astype(np.float64), axis=-1) - 1).max() < 4 * 2**-24
 
 
 def test_draws_of_a_replica_do_not_depend_on_the_batch():
