@@ -247,24 +247,24 @@ def _square_root_into(s, b, x, reward, s_new, b_new, theta, p, sp):
 
 
 @njit(**_JIT)
-def played_update(m, b, contexts, actions, rewards, square_root):
-    """One round of ridge statistics for the played arms ``x = contexts[r, actions[r]]``.
+def played_update(m, b, theta, contexts, actions, rewards, square_root):
+    """One round of ridge statistics for the played arms ``x = contexts[r, actions[r]]``, in place.
 
-    ``b + r x``, and either Sherman-Morrison on ``m = V^-1`` with ``theta = V^-1 b``
-    (``square_root`` False) or Potter's update of ``m = S`` with ``theta = S (S^T b)`` (True).
-    Returns the new ``(R, d, d), (R, d), (R, d)`` and whether every theta is finite.
+    ``b += r x``, and either Sherman-Morrison on ``m = V^-1`` with ``theta = V^-1 b``
+    (``square_root`` False) or Potter's update of ``m = S`` with ``theta = S (S^T b)`` (True);
+    ``m (R, d, d), b (R, d), theta (R, d)`` are overwritten. Returns whether every theta is finite.
+    (Each update reads what it needs of ``m`` before writing an entry, so in place is exact.)
     """
     R, d = b.shape
-    m_new, b_new, theta = np.empty(m.shape, np.float32), np.empty((R, d), np.float32), np.empty((R, d), np.float32)
     u, v = np.empty(d, np.float32), np.empty(d, np.float32)  # scratch vectors
     finite = True
     for r in range(R):
         x = contexts[r, actions[r]]
         if square_root:
-            finite &= _square_root_into(m[r], b[r], x, rewards[r], m_new[r], b_new[r], theta[r], u, v)
+            finite &= _square_root_into(m[r], b[r], x, rewards[r], m[r], b[r], theta[r], u, v)
         else:
-            finite &= _ridge_into(m[r], b[r], x, rewards[r], m_new[r], b_new[r], theta[r], u)
-    return m_new, b_new, theta, finite
+            finite &= _ridge_into(m[r], b[r], x, rewards[r], m[r], b[r], theta[r], u)
+    return finite
 
 
 @njit(**_JIT)

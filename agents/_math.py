@@ -16,6 +16,8 @@ elementwise multiply + sum over the last axis, whose reduction does not depend o
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import torch
 
@@ -104,36 +106,63 @@ def ridge_update(inverse: torch.Tensor, reward_sum: torch.Tensor, x: torch.Tenso
     """Add one observation per replica to ridge statistics: ``V^-1``, ``b`` -> ``V^-1``, ``b``, ``V^-1 b``.
 
     ``(R, d, d), (R, d), x (R, d), rewards (R,)``: Sherman-Morrison for ``V <- V + x x^T``,
-    ``b <- b + r x`` and the new estimate ``theta_hat = V^-1 b``, in one call.
+    ``b <- b + r x`` and the new estimate ``theta_hat = V^-1 b``, as new tensors.
     """
     if _kernel_ok(inverse, reward_sum, x, rewards):
-        return _played_update_kernel(inverse, reward_sum, x[:, None, :], torch.zeros(len(x), dtype=torch.int64),
-                                     rewards, square_root=False)[:3]  # x as each replica's one arm, played
+        state = (inverse.clone(), reward_sum.clone(), torch.empty_like(reward_sum))
+        played_ridge_update_(*state, x[:, None, :], torch.zeros(len(x), dtype=torch.int64), rewards)
+        return state  # x as each replica's one arm, played
     inverse = sherman_morrison(inverse, x)
     reward_sum = reward_sum + rewards[:, None] * x
     return inverse, reward_sum, matvec(inverse, reward_sum)
 
 
-def played_ridge_update(inverse: torch.Tensor, reward_sum: torch.Tensor, contexts: torch.Tensor,
-                        actions: torch.Tensor, rewards: torch.Tensor
-                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]:
-    """:func:`ridge_update` for the played arms ``x = contexts[r, actions[r]]``, and whether ``theta_hat`` is finite.
+class NumpyViews:
+    """numpy views of an agent's CPU state tensors, made again only when a tensor is replaced.
 
-    ``(R, d, d), (R, d), contexts (R, K, d), actions (R,), rewards (R,)``: what an agent does with a
-    round, in one call on CPU (the same numbers as :func:`chosen_rows`, :func:`ridge_update` and
-    :func:`all_finite`).
+    ``views(a, b, c)`` returns ``(a.numpy(), b.numpy(), c.numpy())``; a round's kernels then skip
+    the ~2 us of each ``.numpy()``. Identity is safe here: the cached views keep their tensors alive.
     """
-    if _kernel_ok(inverse, reward_sum, contexts, rewards) and actions.is_cpu:
-        return _played_update_kernel(inverse, reward_sum, contexts, actions, rewards, square_root=False)
-    inverse, reward_sum, theta = ridge_update(inverse, reward_sum, chosen_rows(contexts, actions), rewards)
-    return inverse, reward_sum, theta, all_finite(theta)
+
+    __slots__ = ("_arrays", "_tensors")
+
+    def __init__(self) -> None:
+        self._tensors: tuple[torch.Tensor, ...] = ()
+        self._arrays: tuple[np.ndarray, ...] = ()
+
+    def __call__(self, *tensors: torch.Tensor) -> tuple[np.ndarray, ...]:
+        if len(tensors) != len(self._tensors) or not all(map(operator.is_, tensors, self._tensors)):
+            self._tensors, self._arrays = tensors, tuple(t.numpy() for t in tensors)
+        return self._arrays
+
+    def __reduce__(self):
+        # A copy starts empty: copied arrays would no longer be views of the copied tensors.
+        return NumpyViews, ()
 
 
-def _played_update_kernel(statistic, reward_sum, contexts, actions, rewards, *, square_root: bool):
-    """``_kernels.played_update`` on CPU tensors: the new statistic, ``b``, ``theta_hat`` and a finite flag."""
-    m, b, theta, finite = _kernels.played_update(statistic.numpy(), reward_sum.numpy(), contexts.numpy(),
-                                                 actions.numpy(), rewards.numpy(), square_root)
-    return torch.from_numpy(m), torch.from_numpy(b), torch.from_numpy(theta), bool(finite)
+def _played_update_(statistic, reward_sum, theta, contexts, actions, rewards, views, square_root, update) -> bool:
+    if _kernel_ok(statistic, reward_sum, theta, contexts, rewards) and actions.is_cpu:
+        m, b, th = views(statistic, reward_sum, theta) if views is not None else (
+            statistic.numpy(), reward_sum.numpy(), theta.numpy())
+        return bool(_kernels.played_update(m, b, th, contexts.numpy(), actions.numpy(), rewards.numpy(),
+                                           square_root))
+    new = update(statistic, reward_sum, chosen_rows(contexts, actions), rewards)
+    for old, value in zip((statistic, reward_sum, theta), new, strict=True):
+        old.copy_(value)
+    return all_finite(theta)
+
+
+def played_ridge_update_(inverse: torch.Tensor, reward_sum: torch.Tensor, theta: torch.Tensor,
+                         contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor,
+                         views: NumpyViews | None = None) -> bool:
+    """:func:`ridge_update` for the played arms ``x = contexts[r, actions[r]]``, in place; whether ``theta`` is finite.
+
+    ``V^-1 (R, d, d), b (R, d), theta (R, d)`` are overwritten; ``contexts (R, K, d), actions (R,),
+    rewards (R,)``. What an agent does with a round, in one call on CPU (the same numbers as
+    :func:`chosen_rows`, :func:`ridge_update` and :func:`all_finite`). ``views`` caches the
+    state's numpy views between rounds.
+    """
+    return _played_update_(inverse, reward_sum, theta, contexts, actions, rewards, views, False, ridge_update)
 
 
 def potter_update(factor: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -162,24 +191,22 @@ def square_root_update(factor: torch.Tensor, reward_sum: torch.Tensor, x: torch.
                        rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """:func:`ridge_update` for statistics kept as a square root ``S`` of ``V^-1`` (:func:`potter_update`).
 
-    ``(R, d, d), (R, d), x (R, d), rewards (R,)`` -> ``S, b, theta_hat = S (S^T b)``, in one call.
+    ``(R, d, d), (R, d), x (R, d), rewards (R,)`` -> ``S, b, theta_hat = S (S^T b)``, as new tensors.
     """
     if _kernel_ok(factor, reward_sum, x, rewards):
-        return _played_update_kernel(factor, reward_sum, x[:, None, :], torch.zeros(len(x), dtype=torch.int64),
-                                     rewards, square_root=True)[:3]  # x as each replica's one arm, played
+        state = (factor.clone(), reward_sum.clone(), torch.empty_like(reward_sum))
+        played_square_root_update_(*state, x[:, None, :], torch.zeros(len(x), dtype=torch.int64), rewards)
+        return state  # x as each replica's one arm, played
     factor = potter_update(factor, x)
     reward_sum = reward_sum + rewards[:, None] * x
     return factor, reward_sum, matvec(factor, (factor * reward_sum[:, :, None]).sum(dim=1))
 
 
-def played_square_root_update(factor: torch.Tensor, reward_sum: torch.Tensor, contexts: torch.Tensor,
-                              actions: torch.Tensor, rewards: torch.Tensor
-                              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]:
-    """:func:`square_root_update` for the played arms; also whether ``theta_hat`` is finite."""
-    if _kernel_ok(factor, reward_sum, contexts, rewards) and actions.is_cpu:
-        return _played_update_kernel(factor, reward_sum, contexts, actions, rewards, square_root=True)
-    factor, reward_sum, theta = square_root_update(factor, reward_sum, chosen_rows(contexts, actions), rewards)
-    return factor, reward_sum, theta, all_finite(theta)
+def played_square_root_update_(factor: torch.Tensor, reward_sum: torch.Tensor, theta: torch.Tensor,
+                               contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor,
+                               views: NumpyViews | None = None) -> bool:
+    """:func:`square_root_update` for the played arms, in place (see :func:`played_ridge_update_`)."""
+    return _played_update_(factor, reward_sum, theta, contexts, actions, rewards, views, True, square_root_update)
 
 
 def sherman_morrison(inverse: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

@@ -55,6 +55,7 @@ class _RidgeAgent(BanditAgent):
         self._initial_inverse()
         self.reward_sum = torch.zeros(R, d, device=self.device)  # b (R, d)
         self.theta_hat = torch.zeros(R, d, device=self.device)  # V^-1 b (R, d)
+        self._views = _math.NumpyViews()  # the state's numpy views, for the CPU kernels
 
     def _initial_inverse(self) -> None:
         """``V_1^-1 = I / lambda``, ``(R, d, d)``."""
@@ -68,13 +69,12 @@ class _RidgeAgent(BanditAgent):
             self._diverged("the ridge estimate theta_hat")
 
     def _ridge_update(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> bool:
-        """Add the played arms ``contexts[r, actions[r]]`` and their rewards to the statistics.
+        """Add the played arms ``contexts[r, actions[r]]`` and their rewards to the statistics, in place.
 
         Returns whether the new ``theta_hat`` is finite.
         """
-        self.design_inverse, self.reward_sum, self.theta_hat, finite = _math.played_ridge_update(
-            self.design_inverse, self.reward_sum, contexts, actions, rewards)  # (R, d, d), (R, d), (R, d)
-        return finite
+        return _math.played_ridge_update_(self.design_inverse, self.reward_sum, self.theta_hat, contexts, actions,
+                                          rewards, self._views)
 
 
 class LinUCB(_RidgeAgent):
@@ -178,9 +178,8 @@ class LinTS(_RidgeAgent):
                                     self._ties())  # (R,)
 
     def _ridge_update(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> bool:
-        self.sampling_factor, self.reward_sum, self.theta_hat, finite = _math.played_square_root_update(
-            self.sampling_factor, self.reward_sum, contexts, actions, rewards)  # (R, d, d), (R, d), (R, d)
-        return finite
+        return _math.played_square_root_update_(self.sampling_factor, self.reward_sum, self.theta_hat, contexts,
+                                                actions, rewards, self._views)
 
 
 class EpsGreedy(_RidgeAgent):

@@ -172,8 +172,9 @@ def test_square_root_update_both_paths(R, d):
 
 
 @pytest.mark.parametrize("update", ["ridge", "square_root"])
-def test_played_updates_equal_their_composition(update):
-    # An agent's round in one call: the played rows, the update and the finiteness check, same bits.
+@pytest.mark.parametrize("cached_views", [False, True])
+def test_played_updates_in_place_equal_their_composition(update, cached_views, monkeypatch):
+    # An agent's round in one call, in place: the played rows, the update and the finiteness check, same bits.
     R, K, d = 6, 9, 7
     matrix, contexts, b = _problem(R, K, d, seed=6)
     start = torch.linalg.inv(matrix.double()).float()
@@ -181,17 +182,38 @@ def test_played_updates_equal_their_composition(update):
         start = torch.linalg.cholesky(start.double()).float()
     actions = torch.randint(0, K, (R,), generator=torch.Generator().manual_seed(7))
     rewards = torch.randn(R, generator=torch.Generator().manual_seed(8))
-    played = getattr(_math, f"played_{update}_update")
-    *got, finite = played(start, b, contexts, actions, rewards)
+    played = getattr(_math, f"played_{update}_update_")
+    views = _math.NumpyViews() if cached_views else None
+    state = (start.clone(), b.clone(), torch.zeros(R, d))
+    objects = tuple(map(id, state))
+    assert played(*state, contexts, actions, rewards, views) is True
+    assert tuple(map(id, state)) == objects  # the same tensors, overwritten
     want = getattr(_math, f"{update}_update")(start, b, _math.chosen_rows(contexts, actions), rewards)
-    assert finite is True
-    assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+    assert all(torch.equal(g, w) for g, w in zip(state, want, strict=True))
+    if cached_views:  # a second round through the cached views is a second update of the same tensors
+        assert played(*state, contexts, actions, rewards, views) is True
+        twice = getattr(_math, f"{update}_update")(*want[:2], _math.chosen_rows(contexts, actions), rewards)
+        assert all(torch.equal(g, w) for g, w in zip(state, twice, strict=True))
     # The torch path (CUDA, autograd) gives the same values to rounding.
-    *via_torch, finite_torch = played(start.clone().requires_grad_(), b, contexts, actions, rewards)
-    assert finite_torch is True
-    for t, g in zip(via_torch, got, strict=True):
-        torch.testing.assert_close(t.detach(), g, rtol=1e-5, atol=1e-6)
+    monkeypatch.setattr(_math, "_kernel_ok", lambda *tensors: False)
+    via_torch = (start.clone(), b.clone(), torch.zeros(R, d))
+    assert played(*via_torch, contexts, actions, rewards) is True
+    for t, g in zip(via_torch, want, strict=True):
+        torch.testing.assert_close(t, g, rtol=1e-5, atol=1e-6)
+    monkeypatch.undo()
     # A non-finite reward makes theta_hat non-finite, and the flag says so.
     rewards[2] = float("nan")
-    assert played(start, b, contexts, actions, rewards)[3] is False
+    assert played(start.clone(), b.clone(), torch.zeros(R, d), contexts, actions, rewards) is False
 
+
+def test_numpy_views_follow_replaced_tensors_and_start_empty_in_copies():
+    import copy
+
+    views = _math.NumpyViews()
+    a, b = torch.zeros(3), torch.ones(2)
+    first = views(a, b)
+    assert views(a, b) is first  # cached
+    c = torch.full((3,), 2.0)
+    assert views(c, b)[0][0] == 2.0  # a replaced tensor gets a new view
+    twin = copy.deepcopy(views)
+    assert twin._tensors == () and twin._arrays == ()
