@@ -39,6 +39,22 @@ def chosen_and_regret(expected, best, actions):
 
 
 @njit(**_JIT)
+def gaussian_outcome(expected, best, actions, noise, noise_std):
+    """:func:`chosen_and_regret`, and rewards ``chosen + noise_std * noise``: ``(R,)`` rewards and regrets.
+
+    The same float32 operations as the numpy expression (no fused multiply-add), so the same numbers.
+    """
+    R = actions.shape[0]
+    rewards, regret = np.empty(R, np.float32), np.empty(R, np.float32)
+    std = np.float32(noise_std)
+    for r in range(R):
+        chosen = expected[r, actions[r]]
+        regret[r] = best[r] - chosen
+        rewards[r] = chosen + std * noise[r]
+    return rewards, regret
+
+
+@njit(**_JIT)
 def _dot(x, theta):
     """``x . theta`` of two float32 vectors, summed in float64 in index order, rounded once."""
     total = 0.0
@@ -60,17 +76,21 @@ def linear_scores(features, theta):
 
 
 @njit(**_JIT)
-def unit_arms_and_scores(start, n_rows, dim, theta, arms, scores):
-    """A block of unit-norm arms and their scores in one call, with no Python in between.
+def unit_arms_and_scores(starts, dim, theta, arms, scores):
+    """Blocks of unit-norm arms and their scores in one call, with no Python in between.
 
-    ``arms[r]`` ``(n_rows, dim)`` gets ``_rng.unit_normal``'s rows for the words hashed from
-    ``start[r]``, and ``scores[r]`` ``(n_rows,)`` their :func:`linear_scores` with ``theta``:
-    the same numbers as those two calls. One call holds the GIL only to start, so it runs
-    beside the caller's thread.
+    ``starts (G, R)``: where block ``g`` of replica ``r`` starts its words (``_rng.start_words``).
+    ``arms[r, g]`` (``rows dim`` float32) gets that block's ``_rng.unit_normal`` rows and
+    ``scores[r, g]`` (``rows``) their :func:`linear_scores` with ``theta`` ``(R or 1, d)``: the
+    same numbers as those calls. One call holds the GIL only to start, so it runs beside the
+    caller's thread.
     """
-    scratch = _scratch(n_rows * dim)
-    for r in range(start.shape[0]):
-        _normal_row(start[r], n_rows * dim, dim, arms[r].reshape(n_rows * dim), scratch)
+    G, R = starts.shape
+    n = arms.shape[2]
+    scratch = _scratch(n)
+    for r in range(R):
         t = theta[0] if theta.shape[0] == 1 else theta[r]
-        for i in range(n_rows):
-            scores[r, i] = _dot(arms[r, i], t)
+        for g in range(G):
+            _normal_row(starts[g, r], n, dim, arms[r, g], scratch)
+            for i in range(n // dim):
+                scores[r, g, i] = _dot(arms[r, g, i * dim:(i + 1) * dim], t)

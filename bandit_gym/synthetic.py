@@ -83,27 +83,29 @@ class SyntheticBanditSimulator(BanditSimulator):
         self.fixed_arms: torch.Tensor | None = None  # (R or 1, K, d)
         # Per-round draws come several rounds per generator call (same numbers, less overhead);
         # the block sizes are part of the seed derivation, so they depend on nothing but the shape.
-        # A block of changing arm sets comes with its expected rewards, computed in one go.
+        # Changing arm sets are computed a group of blocks at a time (about 2^20 numbers, to pay the
+        # per-call costs rarely), with their expected rewards; the group size changes no number.
         self._context_block = max(1, 8192 // (self.n_arms * self.dim))
-        self._block_index = -1
-        # Round b of the block: (R, K, d) features, (R, K) expected rewards, (R,) best value, (R,) first optimal arm.
-        self._block: list[tuple[torch.Tensor, ...]] | None = None
+        self._group_blocks = max(1, 2**20 // (self.num_replicas * self._context_block * self.n_arms * self.dim))
+        self._group_index = -1
+        # Round j of the group: (R, K, d) features, (R, K) expected rewards, (R,) best value, (R,) first optimal arm.
+        self._group: list[tuple[torch.Tensor, ...]] | None = None
         self._fixed: tuple[torch.Tensor, ...] | None = None  # (R, K), (R,), (R,) with a fixed arm set
         self._reward_draws = _rng.BlockDraws(self._reward_kind, _rng.STREAM_REWARD, (), block=256)
-        #: Compute the next block of changing arm sets on a background thread while this one is
+        #: Compute the next group of changing arm sets on a background thread while this one is
         #: played (CPU only): the same numbers, and on a machine with a spare core the arm sets
-        #: cost the main thread nothing. The block's kernels release the GIL.
+        #: cost the main thread little. The group's kernel releases the GIL.
         self.prefetch = self.device.type == "cpu"
-        self._pending: tuple[int, Future] | None = None  # (block index, its computation)
+        self._pending: tuple[int, Future] | None = None  # (group index, its computation)
 
     def _new_episode(self) -> None:
-        self._drop_pending()  # before theta changes: a block being computed reads it
+        self._drop_pending()  # before theta changes: a group being computed reads it
         if self.instance_seed is None:
             keys = self.keys  # (R,)
         else:
             keys = _rng.seed_to_key(torch.tensor([self.instance_seed])).to(self.device)  # (1,)
         self.theta = _rng.unit_normal(keys, _rng.STREAM_INSTANCE, 0, (self.dim,))  # (R or 1, d)
-        self._block_index = -1  # the cached block belongs to the previous episode's keys
+        self._group_index = -1  # the cached group belongs to the previous episode's keys
         if not self.changing_arms:
             arms = _rng.unit_normal(keys, _rng.STREAM_INSTANCE, 1, (self.n_arms, self.dim))  # (R or 1, K, d)
             self.fixed_arms = arms.expand(self.num_replicas, -1, -1).contiguous()  # (R, K, d)
@@ -112,47 +114,53 @@ class SyntheticBanditSimulator(BanditSimulator):
 
     def _round(self, t: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         # The features are the caller's: a fixed arm set is copied each round; a changing one is a
-        # view of this round's rows of the block, which nothing reads again.
+        # view of this round's rows of the group, which nothing reads again.
         if not self.changing_arms:
             return self.fixed_arms.clone(), *self._fixed
-        index, row = divmod(t, self._context_block)
-        if index != self._block_index:
+        group, row = divmod(t, self._group_blocks * self._context_block)
+        if group != self._group_index:
             pending, self._pending = self._pending, None
-            if pending is not None and pending[0] == index:
+            if pending is not None and pending[0] == group:
                 contexts, scores = pending[1].result()
             else:
-                contexts, scores = self._arms_and_scores(self.keys, index)
-            if self.prefetch and (index + 1) * self._context_block <= self.horizon:  # round T is observed too
-                self._pending = (index + 1, _background().submit(self._arms_and_scores, self.keys, index + 1))
-            expected = self._rewards_of_scores(scores)  # (R, B, K)
-            # Split once per block into B rounds of views: one tuple lookup per round instead of four slicings.
-            parts = (contexts, expected, *expected.max(dim=2))  # (R, B, K, d), (R, B, K), (R, B), (R, B)
-            self._block, self._block_index = list(zip(*(part.unbind(1) for part in parts), strict=True)), index
-        return self._block[row]  # (R, K, d), (R, K), (R,), (R,)
+                contexts, scores = self._arms_and_scores(self.keys, group)
+            expected = self._rewards_of_scores(scores)  # (R, G B, K)
+            # Split once per group into its rounds' views: one list lookup per round instead of four slicings.
+            parts = (contexts, expected, *expected.max(dim=2))  # (R, G B, K, d), (R, G B, K), (R, G B), (R, G B)
+            self._group, self._group_index = list(zip(*(part.unbind(1) for part in parts), strict=True)), group
+            # Only then start the next group: its start holds the GIL, which the lines above need.
+            if self.prefetch and (group + 1) * self._group_blocks * self._context_block <= self.horizon:
+                self._pending = (group + 1, _background().submit(self._arms_and_scores, self.keys, group + 1))
+        return self._group[row]  # (R, K, d), (R, K), (R,), (R,)
 
-    def _arms_and_scores(self, keys: torch.Tensor, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Block ``index`` of changing arm sets ``(R, B, K, d)`` and their scores ``x . theta*`` ``(R, B, K)``.
+    def _arms_and_scores(self, keys: torch.Tensor, group: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Group ``group`` of changing arm sets, ``(R, G B, K, d)``, and their scores ``x . theta*``, ``(R, G B, K)``.
 
-        On CPU one compiled call that releases the GIL (what the background thread runs).
+        Its blocks are ``G group, ..., G group + G - 1``, those that hold a round up to the
+        horizon. Block ``b`` (rounds ``b B`` to ``b B + B - 1``) is ``unit_normal(keys, STREAM_CONTEXT,
+        b, (B, K, d))``. On CPU one compiled call that releases the GIL (what the background
+        thread runs).
         """
         B, K, d = self._context_block, self.n_arms, self.dim
+        first = group * self._group_blocks
+        blocks = range(first, min(first + self._group_blocks, self.horizon // B + 1))
         if self.device.type != "cpu":
-            contexts = _rng.unit_normal(keys, _rng.STREAM_CONTEXT, index, (B, K, d))
+            contexts = torch.cat([_rng.unit_normal(keys, _rng.STREAM_CONTEXT, b, (B, K, d)) for b in blocks], dim=1)
             return contexts, self._linear_scores(contexts)
-        R = len(keys)
-        arms, scores = np.empty((R, B, K, d), np.float32), np.empty((R, B, K), np.float32)
-        _kernels.unit_arms_and_scores(_rng.start_words(keys, _rng.STREAM_CONTEXT, index), B * K, d,
-                                      self.theta.numpy(), arms.reshape(R, B * K, d), scores.reshape(R, B * K))
-        return torch.from_numpy(arms), torch.from_numpy(scores)
+        R, G = len(keys), len(blocks)
+        starts = np.stack([_rng.start_words(keys, _rng.STREAM_CONTEXT, b) for b in blocks])  # (G, R)
+        arms, scores = np.empty((R, G, B * K * d), np.float32), np.empty((R, G, B * K), np.float32)
+        _kernels.unit_arms_and_scores(starts, d, self.theta.numpy(), arms, scores)
+        return torch.from_numpy(arms.reshape(R, G * B, K, d)), torch.from_numpy(scores.reshape(R, G * B, K))
 
     def _drop_pending(self) -> None:
-        """Forget the block computed ahead, after it has finished (it reads ``theta``)."""
+        """Forget the group computed ahead, after it has finished (it reads ``theta``)."""
         pending, self._pending = self._pending, None
         if pending is not None and not pending[1].cancel():
-            pending[1].exception()  # waits; an error there belongs to a block nobody will play
+            pending[1].exception()  # waits; an error there belongs to a group nobody will play
 
     def __getstate__(self) -> dict:
-        # A block computed ahead is derived state (and a Future does not pickle).
+        # A group computed ahead is derived state (and a Future does not pickle).
         self._drop_pending()
         return {**self.__dict__, "_pending": None}
 
@@ -171,6 +179,14 @@ class SyntheticBanditSimulator(BanditSimulator):
         theta = self.theta.reshape(self.theta.shape[0], *([1] * (contexts.ndim - 2)), self.dim)  # (R or 1, 1.., d)
         return (contexts.double() * theta.double()).sum(dim=-1).float()
 
+    def _gaussian_outcome(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.device.type == "cpu":  # choice, regret and noisy reward in one compiled call, same numbers
+            noise = self._reward_draws(self.keys, self.t).numpy()  # (R,)
+            rewards, regret = _kernels.gaussian_outcome(self.expected.numpy(), self.best.numpy(), actions.numpy(),
+                                                        noise, self.noise_std)
+            return torch.from_numpy(rewards), torch.from_numpy(regret)
+        return BanditSimulator._outcome(self, actions)
+
     def _gaussian_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
         noise = self._reward_draws(self.keys, t)  # (R,)
         if chosen_mean.is_cpu:  # the same float32 ops through numpy views, at a third of torch's per-call cost
@@ -185,6 +201,7 @@ class LinearBanditSimulator(SyntheticBanditSimulator):
         return scores
 
     _sample_rewards = SyntheticBanditSimulator._gaussian_rewards
+    _outcome = SyntheticBanditSimulator._gaussian_outcome
 
 
 class LogisticBanditSimulator(SyntheticBanditSimulator):
@@ -210,6 +227,7 @@ class QuadraticBanditSimulator(SyntheticBanditSimulator):
         return 10.0 * scores**2
 
     _sample_rewards = SyntheticBanditSimulator._gaussian_rewards
+    _outcome = SyntheticBanditSimulator._gaussian_outcome
 
 
 # -- the Gymnasium faces: each pair shares its simulator, so the math exists once --------

@@ -17,9 +17,12 @@ SIZES = {"n_arms": 6, "dim": 5, "horizon": 60}  # blocks of 8192 // 30 = 273 rou
 BLOCKED = {"n_arms": 50, "dim": 20, "horizon": 40}  # blocks of 8 rounds: 5 blocks and the round after
 
 
-def _play(env_id: str, prefetch: bool, sizes: dict, rounds: int, reset_at: int | None = None) -> list:
+def _play(env_id: str, prefetch: bool, sizes: dict, rounds: int, reset_at: int | None = None,
+          group_blocks: int | None = None) -> list:
     env = gym.make_vec(env_id, num_envs=3, vectorization_mode="vector_entry_point", **sizes)
     env.unwrapped.sim.prefetch = prefetch
+    if group_blocks is not None:  # by default all 6 blocks of the horizon make one group
+        env.unwrapped.sim._group_blocks = group_blocks
     out = [env.reset(seed=5)]
     actions = torch.tensor([0, 1, 2])
     for t in range(rounds):
@@ -31,8 +34,11 @@ def _play(env_id: str, prefetch: bool, sizes: dict, rounds: int, reset_at: int |
 
 @pytest.mark.parametrize("env_id", CHANGING)
 @pytest.mark.parametrize("reset_at", [None, 11])
-def test_prefetched_blocks_equal_blocks_computed_in_turn(env_id, reset_at):
-    with_thread = _play(env_id, True, BLOCKED, 45, reset_at)  # crosses the horizon: autoreset
+@pytest.mark.parametrize("group_blocks", [1, 2, 4])
+def test_prefetched_groups_equal_blocks_computed_in_turn(env_id, reset_at, group_blocks):
+    # Blocks of 8 rounds, in groups of 1, 2 or 4 computed ahead, against all 6 in one group
+    # computed in turn; 45 steps cross the horizon (an autoreset), and a reset may come mid-group.
+    with_thread = _play(env_id, True, BLOCKED, 45, reset_at, group_blocks)
     in_turn = _play(env_id, False, BLOCKED, 45, reset_at)
     for a, b in zip(with_thread, in_turn, strict=True):
         for x, y in zip(a[:-1], b[:-1], strict=True):
@@ -45,14 +51,14 @@ def test_prefetched_blocks_equal_blocks_computed_in_turn(env_id, reset_at):
 def test_fused_block_kernel_equals_unit_normal_then_linear_scores():
     keys = _rng.seed_to_key(torch.arange(4) + 3)
     theta = _rng.unit_normal(keys, _rng.STREAM_INSTANCE, 0, (7,))  # (R, d)
-    arms, scores = np.empty((4, 30, 7), np.float32), np.empty((4, 30), np.float32)
-    _kernels.unit_arms_and_scores(_rng.start_words(keys, _rng.STREAM_CONTEXT, 2), 30, 7, theta.numpy(), arms, scores)
-    want = _rng.unit_normal(keys, _rng.STREAM_CONTEXT, 2, (30, 7))
-    assert torch.equal(torch.from_numpy(arms), want)
-    np.testing.assert_array_equal(scores, _kernels.linear_scores(want.numpy(), theta.numpy()))
-    shared = theta[:1]  # one theta for every replica (instance_seed)
-    _kernels.unit_arms_and_scores(_rng.start_words(keys, _rng.STREAM_CONTEXT, 2), 30, 7, shared.numpy(), arms, scores)
-    np.testing.assert_array_equal(scores, _kernels.linear_scores(want.numpy(), shared.numpy()))
+    starts = np.stack([_rng.start_words(keys, _rng.STREAM_CONTEXT, b) for b in (2, 3, 4)])  # three blocks
+    for th in (theta, theta[:1]):  # one theta per replica, or one for all (instance_seed)
+        arms, scores = np.empty((4, 3, 30 * 7), np.float32), np.empty((4, 3, 30), np.float32)
+        _kernels.unit_arms_and_scores(starts, 7, th.numpy(), arms, scores)
+        for g, b in enumerate((2, 3, 4)):
+            want = _rng.unit_normal(keys, _rng.STREAM_CONTEXT, b, (30, 7))
+            assert torch.equal(torch.from_numpy(arms[:, g].reshape(4, 30, 7)), want)
+            np.testing.assert_array_equal(scores[:, g], _kernels.linear_scores(want.numpy(), th.numpy()))
 
 
 def test_linear_scores_sum_in_float64():
@@ -64,9 +70,10 @@ def test_linear_scores_sum_in_float64():
 
 def test_an_env_with_a_block_under_way_pickles_and_continues_alike():
     env = gym.make_vec("LinearBandit-v0", num_envs=2, vectorization_mode="vector_entry_point", **BLOCKED)
+    env.unwrapped.sim._group_blocks = 1
     env.reset(seed=1)
     actions = torch.tensor([3, 4])
-    for _ in range(9):  # into the second block: the third is under way
+    for _ in range(9):  # into the second block, the third under way
         env.step(actions)
     twin = pickle.loads(pickle.dumps(env))
     for _ in range(20):
@@ -88,4 +95,8 @@ def test_cuda_and_fixed_arms_do_not_prefetch():
     assert fixed.unwrapped.sim._pending is None
     changing = gym.make_vec("LinearBandit-v0", num_envs=2, vectorization_mode="vector_entry_point", **BLOCKED)
     changing.reset(seed=0)
-    assert changing.unwrapped.sim._pending is not None and changing.unwrapped.sim._pending[0] == 1
+    assert changing.unwrapped.sim._pending is None  # the horizon's 6 blocks fit the first group
+    long = gym.make_vec("LinearBandit-v0", num_envs=2, vectorization_mode="vector_entry_point", n_arms=50, dim=20,
+                        horizon=4000)
+    long.reset(seed=0)
+    assert long.unwrapped.sim._pending is not None and long.unwrapped.sim._pending[0] == 1
