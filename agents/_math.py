@@ -43,7 +43,11 @@ def matvec(matrix: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
 
 
 def quad_form(matrix: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
-    """``x^T M x`` for every arm: ``(R, d, d), (R, K, d) -> (R, K)``."""
+    """``x^T M x`` for every arm and a symmetric ``M``: ``(R, d, d), (R, K, d) -> (R, K)``.
+
+    The CPU kernel reads only the upper triangle of ``M`` (half the work); ``V^-1`` kept by
+    :func:`sherman_morrison` is exactly symmetric.
+    """
     if _kernel_ok(matrix, contexts):
         return torch.from_numpy(_kernels.quad_form(matrix.numpy(), contexts.numpy()))
     mx = (contexts[:, :, None, :] * matrix[:, None, :, :]).sum(dim=-1)  # (R, K, d)
