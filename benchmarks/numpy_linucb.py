@@ -68,8 +68,7 @@ def run_batched(seeds: int, rounds: int = 10_000, n_arms: int = 50, dim: int = 2
 
     loop_start = time.perf_counter()
     keys = _rng.seed_to_key(torch.arange(seeds))
-    theta_star = _rng.normal(keys, _rng.STREAM_INSTANCE, 0, (dim,)).numpy()  # (R, d)
-    theta_star /= np.linalg.norm(theta_star, axis=-1, keepdims=True)
+    theta_star = _rng.unit_normal(keys, _rng.STREAM_INSTANCE, 0, (dim,)).numpy()  # (R, d)
     block = max(1, 8192 // (n_arms * dim))  # the envs' block of rounds
     rows = np.arange(seeds)
     design_inverse = np.tile(np.eye(dim, dtype=np.float32), (seeds, 1, 1))  # (R, d, d)
@@ -78,8 +77,7 @@ def run_batched(seeds: int, rounds: int = 10_000, n_arms: int = 50, dim: int = 2
     for t in range(rounds):
         if t % block == 0:
             start = time.perf_counter()
-            z = _rng.normal(keys, _rng.STREAM_CONTEXT, t // block, (block, n_arms, dim)).numpy()
-            arm_blocks = z / np.linalg.norm(z, axis=-1, keepdims=True)  # (R, B, K, d)
+            arm_blocks = _rng.unit_normal(keys, _rng.STREAM_CONTEXT, t // block, (block, n_arms, dim)).numpy()
             mean_blocks = np.einsum("rbkd,rd->rbk", arm_blocks, theta_star)  # (R, B, K)
             draw_seconds += time.perf_counter() - start
         if t % 256 == 0:
