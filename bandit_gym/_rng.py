@@ -224,14 +224,15 @@ def _scratch(n):
     """Work arrays of :func:`_normal_row` for ``n`` draws per replica."""
     half = (n + 1) // 2
     return (np.empty(half, np.uint64), np.empty(2 * half, np.float64), np.empty(half, np.float64),
-            np.empty(half, np.float64), np.empty(half, np.int64), np.empty(half, np.int32), np.empty(half, np.int32))
+            np.empty(half, np.float64), np.empty(half, np.int64), np.empty(half, np.int32), np.empty(half, np.int32),
+            np.empty(n, np.float64))
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _normal_row(x0, n, dim, out, scratch):
     """One replica's ``n`` draws from the words hashed from ``x0`` into ``out`` (float32, 1-D); with
     ``dim > 0`` each run of ``dim`` entries is scaled to unit norm in float64, before the one rounding."""
-    words, z, radius, exponent, mantissa, reduced, quadrant = scratch
+    words, z, radius, exponent, mantissa, reduced, quadrant, norms = scratch
     _hash_row(x0, words)
     half = words.shape[0]
     _box_muller(words, z[:half], z[half:], radius, exponent, mantissa, reduced, quadrant)
@@ -239,14 +240,27 @@ def _normal_row(x0, n, dim, out, scratch):
         for j in range(n):
             out[j] = np.float32(z[j])
         return
-    for row in range(n // dim):
-        zr, outr = z[row * dim:(row + 1) * dim], out[row * dim:(row + 1) * dim]
-        total = 0.0
-        for i in range(dim):
-            total += zr[i] * zr[i]
-        scale = 1.0 / math.sqrt(total)
-        for i in range(dim):
-            outr[i] = np.float32(zr[i] * scale)
+    rows = n // dim
+    total = norms[:rows]  # the squared norm of each row, summed in index order
+    row = 0
+    while row + 4 <= rows:  # four rows side by side: four independent chains of adds, not one
+        b0, s0, s1, s2, s3 = row * dim, 0.0, 0.0, 0.0, 0.0
+        for i in range(b0, b0 + dim):
+            s0 += z[i] * z[i]
+            s1 += z[i + dim] * z[i + dim]
+            s2 += z[i + 2 * dim] * z[i + 2 * dim]
+            s3 += z[i + 3 * dim] * z[i + 3 * dim]
+        total[row], total[row + 1], total[row + 2], total[row + 3] = s0, s1, s2, s3
+        row += 4
+    for tail in range(row, rows):
+        s0 = 0.0
+        for i in range(tail * dim, (tail + 1) * dim):
+            s0 += z[i] * z[i]
+        total[tail] = s0
+    for row in range(rows):
+        scale = 1.0 / math.sqrt(total[row])
+        for i in range(row * dim, (row + 1) * dim):
+            out[i] = np.float32(z[i] * scale)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
