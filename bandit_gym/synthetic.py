@@ -83,19 +83,22 @@ class SyntheticBanditSimulator(BanditSimulator):
         self.fixed_arms: torch.Tensor | None = None  # (R or 1, K, d)
         # Per-round draws come several rounds per generator call (same numbers, less overhead);
         # the block sizes are part of the seed derivation, so they depend on nothing but the shape.
-        # Changing arm sets are computed a group of blocks at a time (about 2^20 numbers, to pay the
-        # per-call costs rarely), with their expected rewards; the group size changes no number.
+        # A batched env computes changing arm sets a group of blocks at a time (about 2^20 numbers,
+        # to pay the per-call costs rarely), with their expected rewards; the group size changes no
+        # number. A single env keeps one block (8 rounds at the paper's sizes): many of them side
+        # by side (SyncVectorEnv) would otherwise hold megabytes each.
         self._context_block = max(1, 8192 // (self.n_arms * self.dim))
-        self._group_blocks = max(1, 2**20 // (self.num_replicas * self._context_block * self.n_arms * self.dim))
+        numbers = self.num_replicas * self._context_block * self.n_arms * self.dim
+        self._group_blocks = max(1, 2**20 // numbers) if self.num_replicas > 1 else 1
         self._group_index = -1
         # Round j of the group: (R, K, d) features, (R, K) expected rewards, (R,) best value, (R,) first optimal arm.
         self._group: list[tuple[torch.Tensor, ...]] | None = None
         self._fixed: tuple[torch.Tensor, ...] | None = None  # (R, K), (R,), (R,) with a fixed arm set
         self._reward_draws = _rng.BlockDraws(self._reward_kind, _rng.STREAM_REWARD, (), block=256)
         #: Compute the next group of changing arm sets on a background thread while this one is
-        #: played (CPU only): the same numbers, and on a machine with a spare core the arm sets
-        #: cost the main thread little. The group's kernel releases the GIL.
-        self.prefetch = self.device.type == "cpu"
+        #: played (batched envs on CPU): the same numbers, and on a machine with a spare core the
+        #: arm sets cost the main thread little. The group's kernel releases the GIL.
+        self.prefetch = self.device.type == "cpu" and self.num_replicas > 1
         self._pending: tuple[int, Future] | None = None  # (group index, its computation)
 
     def _new_episode(self) -> None:

@@ -88,7 +88,16 @@ def test_the_background_thread_is_made_again_in_a_forked_child(monkeypatch):
     assert synthetic._background() is not first
 
 
-def test_cuda_and_fixed_arms_do_not_prefetch():
+def test_single_envs_keep_one_block_and_do_not_prefetch():
+    # Many single envs side by side (SyncVectorEnv) must stay small: one block of rounds each.
+    env = gym.make("LinearBandit-v0", **BLOCKED)
+    env.reset(seed=0)
+    sim = env.unwrapped.sim
+    assert sim._group_blocks == 1 and not sim.prefetch and sim._pending is None
+    assert len(sim._group) == sim._context_block == 8
+
+
+def test_fixed_arms_do_not_prefetch():
     fixed = gym.make_vec("LinearBanditFixed-v0", num_envs=2, vectorization_mode="vector_entry_point", **SIZES)
     fixed.reset(seed=0)
     fixed.step(torch.tensor([0, 1]))
