@@ -129,6 +129,17 @@ _MANTISSA, _ONE_BITS = 0x000FFFFFFFFFFFFF, 0x3FF0000000000000
 # highest first: on |x| <= pi / 4 the truncation errors are below 1e-16.
 _SIN = (-1 / 1307674368000, 1 / 6227020800, -1 / 39916800, 1 / 362880, -1 / 5040, 1 / 120, -1 / 6)
 _COS = (1 / 20922789888000, -1 / 87178291200, 1 / 479001600, -1 / 3628800, 1 / 40320, -1 / 720, 1 / 24, -1 / 2)
+# 1 / (2k + 1) for k = 8, ..., 0: atanh(s) / s = sum_k s^2k / (2k + 1), highest first.
+_ATANH = (1 / 17, 1 / 15, 1 / 13, 1 / 11, 1 / 9, 1 / 7, 1 / 5, 1 / 3, 1.0)
+
+
+@njit(inline="always")
+def _horner(coefficients, x):
+    """``sum_i coefficients[i] x^(n - 1 - i)``, highest power first (Horner's rule)."""
+    value = coefficients[0]
+    for c in coefficients[1:]:
+        value = value * x + c
+    return value
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -178,37 +189,12 @@ def _box_muller(words, cosines, sines, radius, exponent, mantissa, reduced, quad
             m *= 0.5
             e += 1.0
         s = (m - 1.0) / (m + 1.0)
-        s2 = s * s
-        p = 1.0 / 17.0
-        p = p * s2 + 1.0 / 15.0
-        p = p * s2 + 1.0 / 13.0
-        p = p * s2 + 1.0 / 11.0
-        p = p * s2 + 1.0 / 9.0
-        p = p * s2 + 1.0 / 7.0
-        p = p * s2 + 1.0 / 5.0
-        p = p * s2 + 1.0 / 3.0
-        p = p * s2 + 1.0
-        radius[j] = math.sqrt(-2.0 * ((e - 32.0) * _LN2 + 2.0 * s * p))
+        radius[j] = math.sqrt(-2.0 * ((e - 32.0) * _LN2 + 2.0 * s * _horner(_ATANH, s * s)))
     for j in range(half):  # cos and sin of turn pi / 2 + x, |x| <= pi / 4
         x = np.float64(reduced[j]) * _ANGLE_UNIT
         x2 = x * x
-        sp = _SIN[0]
-        sp = sp * x2 + _SIN[1]
-        sp = sp * x2 + _SIN[2]
-        sp = sp * x2 + _SIN[3]
-        sp = sp * x2 + _SIN[4]
-        sp = sp * x2 + _SIN[5]
-        sp = sp * x2 + _SIN[6]
-        cp = _COS[0]
-        cp = cp * x2 + _COS[1]
-        cp = cp * x2 + _COS[2]
-        cp = cp * x2 + _COS[3]
-        cp = cp * x2 + _COS[4]
-        cp = cp * x2 + _COS[5]
-        cp = cp * x2 + _COS[6]
-        cp = cp * x2 + _COS[7]
-        sin_x = x + x * x2 * sp
-        cos_x = 1.0 + x2 * cp
+        sin_x = x + x * x2 * _horner(_SIN, x2)
+        cos_x = 1.0 + x2 * _horner(_COS, x2)
         k = quadrant[j]
         odd = (k & 1) != 0
         # cos(x + k pi / 2) is cos x, -sin x, -cos x, sin x; sin(x + k pi / 2) is sin x, cos x, -sin x, -cos x.
