@@ -145,6 +145,7 @@ class NumpyViews:
 
 
 def _played_update_(statistic, reward_sum, theta, contexts, actions, rewards, views, square_root, update) -> bool:
+    """The in-place played update: the compiled kernel on CPU, else ``update`` in torch copied into the state."""
     if _kernel_ok(statistic, reward_sum, theta, contexts, rewards) and actions.is_cpu:
         m, b, th = views(statistic, reward_sum, theta) if views is not None else (
             statistic.numpy(), reward_sum.numpy(), theta.numpy())

@@ -62,9 +62,10 @@ def env_sizes(env: gym.Env | gym.vector.VectorEnv) -> tuple[int, int, int]:
 class _RoundLog:
     """One value per replica per round, as a ``(rounds, width)`` numpy array at the end.
 
-    CPU values are written into a preallocated numpy array as they come: numpy arrays are not
-    tracked by Python's cyclic garbage collector, while a list of 10,000 tensors makes each of
-    its full collections slower as a run goes on (measured: 10-20% of a LinTS run). Values on
+    CPU values are written into a preallocated numpy array as they come. numpy arrays are not
+    tracked by Python's cyclic garbage collector; a list of 10,000 tensors is, and it made
+    the collector run every few rounds and walk the growing list (measured on a LinTS run of
+    10,000 rounds: 0.03-0.5 s of collections, against 0.001-0.24 s with numpy rows). Values on
     another device (CUDA tensors) are kept as they come and stacked once at the end, so the
     loop never waits for the device.
     """
@@ -86,7 +87,8 @@ class _RoundLog:
     def rows(self) -> np.ndarray:
         if self._rows:
             return torch.stack(self._rows).reshape(len(self._rows), -1).cpu().numpy().astype(self._array.dtype)
-        return self._array[: self._count]
+        # A run stopped early (callback) keeps a copy of its rows, not the whole preallocated array.
+        return self._array if self._count == len(self._array) else self._array[: self._count].copy()
 
 
 def _any(flags) -> bool:

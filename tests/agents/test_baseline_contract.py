@@ -67,3 +67,22 @@ def test_ridge_agents_raise_on_a_non_finite_estimate(cls, device, monkeypatch):
     obs = torch.ones(2, 4, 3) / 3**0.5
     with pytest.raises(DivergenceError, match=r"theta_hat became NaN or Inf in round 1"):
         agent.update(obs, np.array([0, 1]), np.array([1.0, 0.5]))
+
+
+def test_a_callback_stops_learn_and_the_history_holds_the_rounds_played():
+    # learn's history is preallocated for the horizon; a run stopped at round 7 must hold exactly
+    # the 7 rounds played, equal to the first 7 rounds of a full run.
+    full = LinUCB(make_vec("LinearBandit-v0", 3, SIZES), seed=4).learn(make_vec("LinearBandit-v0", 3, SIZES))
+    seen = []
+
+    def stop_at_seven(agent, played):
+        seen.append((agent.t, played))
+        return played < 7
+
+    env = make_vec("LinearBandit-v0", 3, SIZES)
+    stopped = LinUCB(env, seed=4).learn(env, callback=stop_at_seven)
+    assert seen == [(played + 1, played) for played in range(1, 8)]  # agent.t: the next round, 1-based
+    for key in ("regret", "reward", "action"):
+        assert stopped.history[key].shape == (7, 3)
+        np.testing.assert_array_equal(stopped.history[key], full.history[key][:7])
+    assert full.history["regret"].shape == (SIZES["horizon"], 3)
