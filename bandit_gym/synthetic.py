@@ -99,7 +99,7 @@ class SyntheticBanditSimulator(BanditSimulator):
         #: played (batched envs on CPU): the same numbers, and on a machine with a spare core the
         #: arm sets cost the main thread little. The group's kernel releases the GIL.
         self.prefetch = self.device.type == "cpu" and self.num_replicas > 1
-        self._pending: tuple[int, Future] | None = None  # (group index, its computation)
+        self._pending: tuple[int, int, Future] | None = None  # (group index, process id, its computation)
 
     def _new_episode(self) -> None:
         self._drop_pending()  # before theta changes: a group being computed reads it
@@ -123,8 +123,9 @@ class SyntheticBanditSimulator(BanditSimulator):
         group, row = divmod(t, self._group_blocks * self._context_block)
         if group != self._group_index:
             pending, self._pending = self._pending, None
-            if pending is not None and pending[0] == group:
-                contexts, scores = pending[1].result()
+            # A forked child inherits the parent's pending group but not the thread computing it.
+            if pending is not None and pending[0] == group and pending[1] == os.getpid():
+                contexts, scores = pending[2].result()
             else:
                 contexts, scores = self._arms_and_scores(self.keys, group)
             expected = self._rewards_of_scores(scores)  # (R, G B, K)
@@ -133,7 +134,8 @@ class SyntheticBanditSimulator(BanditSimulator):
             self._group, self._group_index = list(zip(*(part.unbind(1) for part in parts), strict=True)), group
             # Only then start the next group: its start holds the GIL, which the lines above need.
             if self.prefetch and (group + 1) * self._group_blocks * self._context_block <= self.horizon:
-                self._pending = (group + 1, _background().submit(self._arms_and_scores, self.keys, group + 1))
+                future = _background().submit(self._arms_and_scores, self.keys, group + 1)
+                self._pending = (group + 1, os.getpid(), future)
         return self._group[row]  # (R, K, d), (R, K), (R,), (R,)
 
     def _arms_and_scores(self, keys: torch.Tensor, group: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -159,8 +161,8 @@ class SyntheticBanditSimulator(BanditSimulator):
     def _drop_pending(self) -> None:
         """Forget the group computed ahead, after it has finished (it reads ``theta``)."""
         pending, self._pending = self._pending, None
-        if pending is not None and not pending[1].cancel():
-            pending[1].exception()  # waits; an error there belongs to a group nobody will play
+        if pending is not None and pending[1] == os.getpid() and not pending[2].cancel():
+            pending[2].exception()  # waits; an error there belongs to a group nobody will play
 
     def __getstate__(self) -> dict:
         # A group computed ahead is derived state (and a Future does not pickle).

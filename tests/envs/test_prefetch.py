@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from concurrent.futures import Future
 
 import gymnasium as gym
 import numpy as np
@@ -86,6 +87,30 @@ def test_the_background_thread_is_made_again_in_a_forked_child(monkeypatch):
     assert synthetic._background() is first
     monkeypatch.setattr(synthetic.os, "getpid", lambda: -1)  # what a forked child sees: another pid
     assert synthetic._background() is not first
+
+
+def test_a_forked_child_computes_the_pending_group_itself(monkeypatch):
+    # After fork the child holds the parent's pending group, whose thread it does not have:
+    # waiting for it would hang. The child (another pid) must compute the group in turn.
+    twins = []
+    for _ in range(2):
+        env = gym.make_vec("LinearBandit-v0", num_envs=2, vectorization_mode="vector_entry_point", **BLOCKED)
+        env.unwrapped.sim._group_blocks = 1
+        env.reset(seed=6)
+        twins.append(env)
+    actions = torch.tensor([1, 2])
+    for _ in range(5):  # the second block is under way in both
+        for env in twins:
+            env.step(actions)
+    stuck = twins[0].unwrapped.sim._pending
+    never = Future()  # stands for a computation nobody will finish; waiting for it fails the test
+    never.set_exception(AssertionError("waited for a group computed in another process"))
+    twins[0].unwrapped.sim._pending = (stuck[0], stuck[1], never)
+    monkeypatch.setattr(synthetic.os, "getpid", lambda: -1)
+    for _ in range(20):
+        a, b = twins[0].step(actions), twins[1].step(actions)
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    twins[0].reset(seed=7)  # dropping a foreign pending group must not wait for it either
 
 
 def test_single_envs_keep_one_block_and_do_not_prefetch():
