@@ -64,14 +64,32 @@ def _dot(x, theta):
 
 
 @njit(**_JIT)
+def _scores_into(x, theta, out):
+    """``out[i] = _dot(x[i], theta)`` for the rows of ``x`` ``(N, d)``: four rows side by side (the
+    same sums, in index order, as four independent chains of adds rather than one)."""
+    N, d = x.shape
+    i = 0
+    while i + 4 <= N:
+        a0, a1, a2, a3 = 0.0, 0.0, 0.0, 0.0
+        for k in range(d):
+            tk = np.float64(theta[k])
+            a0 += np.float64(x[i, k]) * tk
+            a1 += np.float64(x[i + 1, k]) * tk
+            a2 += np.float64(x[i + 2, k]) * tk
+            a3 += np.float64(x[i + 3, k]) * tk
+        out[i], out[i + 1], out[i + 2], out[i + 3] = np.float32(a0), np.float32(a1), np.float32(a2), np.float32(a3)
+        i += 4
+    for j in range(i, N):
+        out[j] = _dot(x[j], theta)
+
+
+@njit(**_JIT)
 def linear_scores(features, theta):
     """``x . theta`` for every row: ``(R, N, d), (R or 1, d) -> (R, N)`` float32 (see :func:`_dot`)."""
     R, N = features.shape[0], features.shape[1]
     out = np.empty((R, N), np.float32)
     for r in range(R):
-        t = theta[0] if theta.shape[0] == 1 else theta[r]
-        for i in range(N):
-            out[r, i] = _dot(features[r, i], t)
+        _scores_into(features[r], theta[0] if theta.shape[0] == 1 else theta[r], out[r])
     return out
 
 
@@ -92,19 +110,5 @@ def unit_arms_and_scores(starts, dim, theta, arms, scores):
     for r in range(R):
         t = theta[0] if theta.shape[0] == 1 else theta[r]
         for g in range(G):
-            x = arms[r, g]
-            _normal_row(starts[g, r], n, dim, x, scratch)
-            i = 0
-            while i + 4 <= rows:  # _dot of four rows side by side: the same sums, four chains of adds
-                b, a0, a1, a2, a3 = i * dim, 0.0, 0.0, 0.0, 0.0
-                for k in range(dim):
-                    tk = np.float64(t[k])
-                    a0 += np.float64(x[b + k]) * tk
-                    a1 += np.float64(x[b + dim + k]) * tk
-                    a2 += np.float64(x[b + 2 * dim + k]) * tk
-                    a3 += np.float64(x[b + 3 * dim + k]) * tk
-                scores[r, g, i], scores[r, g, i + 1] = np.float32(a0), np.float32(a1)
-                scores[r, g, i + 2], scores[r, g, i + 3] = np.float32(a2), np.float32(a3)
-                i += 4
-            for j in range(i, rows):
-                scores[r, g, j] = _dot(x[j * dim:(j + 1) * dim], t)
+            _normal_row(starts[g, r], n, dim, arms[r, g], scratch)
+            _scores_into(arms[r, g].reshape(rows, dim), t, scores[r, g])
