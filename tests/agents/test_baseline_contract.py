@@ -86,3 +86,15 @@ def test_a_callback_stops_learn_and_the_history_holds_the_rounds_played():
         assert stopped.history[key].shape == (7, 3)
         np.testing.assert_array_equal(stopped.history[key], full.history[key][:7])
     assert full.history["regret"].shape == (SIZES["horizon"], 3)
+
+
+def test_progress_bar_shows_the_rounds_and_changes_nothing(capsys):
+    env = make_vec("LinearBandit-v0", 3, SIZES)
+    quiet = LinTS(env, seed=2).learn(env, total_timesteps=40)
+    capsys.readouterr()
+    env = make_vec("LinearBandit-v0", 3, SIZES)
+    shown = LinTS(env, seed=2).learn(env, total_timesteps=40, progress_bar=True)
+    bar = capsys.readouterr().err
+    assert "LinTS" in bar and "40/40" in bar  # tqdm's bar, named after the agent, counted in rounds
+    for key in ("regret", "reward", "action"):
+        np.testing.assert_array_equal(shown.history[key], quiet.history[key])
