@@ -43,9 +43,26 @@ def _vec_mat(v, m, out):
 
 @njit(**_JIT)
 def _mat_vec(m, v, out):
-    """``out = m v`` (one dot product per row)."""
-    for i in range(m.shape[0]):
-        out[i] = _dot(m[i], v)
+    """``out = m v``: one dot product per row, each summed as :func:`_dot` sums it (the same bits).
+
+    Four rows at a time: a dot product is a chain of dependent adds, and four independent chains
+    side by side keep the adder busy (about 1.5x faster at the paper's sizes).
+    """
+    n, d = m.shape
+    i = 0
+    while i + 3 < n:
+        s0 = s1 = s2 = s3 = np.float32(0.0)
+        m0, m1, m2, m3 = m[i], m[i + 1], m[i + 2], m[i + 3]
+        for j in range(d):
+            vj = v[j]
+            s0 += m0[j] * vj
+            s1 += m1[j] * vj
+            s2 += m2[j] * vj
+            s3 += m3[j] * vj
+        out[i], out[i + 1], out[i + 2], out[i + 3] = s0, s1, s2, s3
+        i += 4
+    for row in range(i, n):
+        out[row] = _dot(m[row], v)
 
 
 @njit(**_JIT)
@@ -63,8 +80,7 @@ def scores(x, theta):
     R, K = x.shape[0], x.shape[1]
     out = np.empty((R, K), np.float32)
     for r in range(R):
-        for k in range(K):
-            out[r, k] = _dot(x[r, k], theta[r])
+        _mat_vec(x[r], theta[r], out[r])
     return out
 
 
@@ -81,35 +97,62 @@ def sampled_scores(x, center, s, z, scale):
         _mat_vec(s[r], z[r], u)
         for j in range(d):
             theta[j] = center[r, j] + scale * u[j]
-        for k in range(K):
-            out[r, k] = _dot(x[r, k], theta)
+        _mat_vec(x[r], theta, out[r])
         first[r], row_unique = _row_argmax(out[r])
         unique &= row_unique
     return out, first, unique
 
 
 @njit(**_JIT)
-def _widths_into(x, m, xt, y, width):
-    """``width[k] = x_k^T m x_k`` for one replica's arms ``x`` ``(K, d)`` and a symmetric ``m``.
+def _transpose_into(x, xt):
+    """``xt = x^T`` for a ``(K, d)`` array and a ``(d, K)`` buffer."""
+    for k in range(x.shape[0]):
+        for i in range(x.shape[1]):
+            xt[i, k] = x[k, i]
+
+
+@njit(**_JIT)
+def _scores_of_transposed(xt, theta, out):
+    """``out[k] = x_k . theta`` from the arms transposed, ``xt`` ``(d, K)``.
+
+    Each ``out[k]`` is summed over ``i`` in index order, the order of :func:`_dot`, so the bits are
+    :func:`_dot`'s; the inner loop runs along the K arms, elementwise, so it vectorises (a dot
+    product's sum is a chain of dependent adds).
+    """
+    out[:] = 0.0
+    for i in range(xt.shape[0]):
+        ti = theta[i]
+        for k in range(xt.shape[1]):
+            out[k] += ti * xt[i, k]
+
+
+@njit(**_JIT)
+def _widths_into(xt, m, y, width):
+    """``width[k] = x_k^T m x_k`` for one replica's arms transposed, ``xt`` ``(d, K)``, and a symmetric ``m``.
 
     Only the upper triangle of ``m`` is read: ``x^T m x = sum_i x_i (m_ii x_i + 2 sum_{j>i} m_ij x_j)``,
-    half the multiply-adds of the full form. ``xt`` ``(d, K)`` receives the arms transposed and
-    ``y`` ``(d, K)`` the bracket, summed over ``j`` in order: the inner loops run along the K arms,
-    elementwise, so they vectorise with the same rounding whatever the SIMD width.
+    half the multiply-adds of the full form. ``y`` ``(d, K)`` receives the bracket, summed over
+    ``j`` in order: the inner loops run along the K arms, elementwise, so they vectorise with the
+    same rounding whatever the SIMD width. Four ``j`` share one pass over ``y[i]`` (the same
+    additions in the same order, a quarter of the loads and stores).
     """
-    K, d = x.shape
-    for k in range(K):
-        for i in range(d):
-            xt[i, k] = x[k, i]
+    d, K = xt.shape
     two = np.float32(2.0)
     for i in range(d):
-        mii = m[i, i]
+        mii, yi = m[i, i], y[i]
         for k in range(K):
-            y[i, k] = mii * xt[i, k]
-        for j in range(i + 1, d):
-            c = two * m[i, j]  # exact: a power of two
+            yi[k] = mii * xt[i, k]
+        j = i + 1
+        while j + 3 < d:
+            c0, c1, c2, c3 = two * m[i, j], two * m[i, j + 1], two * m[i, j + 2], two * m[i, j + 3]  # exact
+            x0, x1, x2, x3 = xt[j], xt[j + 1], xt[j + 2], xt[j + 3]
             for k in range(K):
-                y[i, k] += c * xt[j, k]
+                yi[k] = (((yi[k] + c0 * x0[k]) + c1 * x1[k]) + c2 * x2[k]) + c3 * x3[k]
+            j += 4
+        for col in range(j, d):
+            c, xj = two * m[i, col], xt[col]
+            for k in range(K):
+                yi[k] += c * xj[k]
     width[:] = 0.0
     for i in range(d):
         for k in range(K):
@@ -123,7 +166,8 @@ def quad_form(m, x):
     out = np.empty((R, K), np.float32)
     xt, xm = np.empty((d, K), np.float32), np.empty((d, K), np.float32)
     for r in range(R):
-        _widths_into(x[r], m[r], xt, xm, out[r])
+        _transpose_into(x[r], xt)
+        _widths_into(xt, m[r], xm, out[r])
     return out
 
 
@@ -137,14 +181,16 @@ def optimistic_scores(x, theta, m, nu):
     first = np.empty(R, np.int64)
     unique = True
     xt, xm = np.empty((d, K), np.float32), np.empty((d, K), np.float32)
-    width = np.empty(K, np.float32)
+    width, mean = np.empty(K, np.float32), np.empty(K, np.float32)
     for r in range(R):
-        _widths_into(x[r], m[r], xt, xm, width)
+        _transpose_into(x[r], xt)
+        _widths_into(xt, m[r], xm, width)
+        _scores_of_transposed(xt, theta[r], mean)
         for k in range(K):
             w = width[k]
             if w < 0.0:  # rounding can make x^T V^-1 x negative by an ulp (NaN stays NaN)
                 w = np.float32(0.0)
-            out[r, k] = _dot(x[r, k], theta[r]) + nu * np.sqrt(w)
+            out[r, k] = mean[k] + nu * np.sqrt(w)
         first[r], row_unique = _row_argmax(out[r])
         unique &= row_unique
     return out, first, unique
@@ -221,8 +267,9 @@ def _potter_into(s, v, out, p, sp):
     _vec_mat(v, s, p)  # p^T = x^T S
     q = np.sqrt(np.float32(1.0) + _dot(p, p))
     scale = q * (np.float32(1.0) + q)
+    _mat_vec(s, p, sp)
     for i in range(s.shape[0]):
-        sp[i] = _dot(s[i], p) / scale
+        sp[i] /= scale
     for i in range(s.shape[0]):
         spi = sp[i]
         for j in range(s.shape[1]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -134,6 +135,25 @@ def test_matvec_and_scores_are_batch_size_invariant():
         batch = fn(*args)
         for r in range(10):
             assert torch.equal(fn(*(a[r : r + 1] for a in args)), batch[r : r + 1])
+
+
+def test_cpu_kernels_sum_in_the_documented_order():
+    # The recorded regrets depend on the rounding, so the order of each sum is part of the contract:
+    # the compiled loops (interleaved rows, four terms per pass) must give the bits of plain float32
+    # arithmetic in index order, written here in numpy (one rounding per multiply and per add).
+    matrix, x, v = _problem(4, 13, 21, seed=5)
+    m, xn, vn = matrix.numpy(), x.numpy(), v.numpy()
+    dots = np.zeros((4, 13), np.float32)  # x_k . v, summed over i = 0, 1, ...
+    for i in range(21):
+        dots = dots + xn[:, :, i] * vn[:, i : i + 1]
+    assert np.array_equal(_math.scores(x, v).numpy(), dots)
+    width = np.zeros((4, 13), np.float32)  # sum_i x_i (m_ii x_i + sum_{j>i} (2 m_ij) x_j)
+    for i in range(21):
+        bracket = m[:, i, i, None] * xn[:, :, i]
+        for j in range(i + 1, 21):
+            bracket = bracket + (np.float32(2) * m[:, i, j, None]) * xn[:, :, j]
+        width = width + xn[:, :, i] * bracket
+    assert np.array_equal(_math.quad_form(matrix, x).numpy(), width)
 
 
 def test_random_argmax_breaks_ties_at_random_and_returns_unique_maxima():
