@@ -124,19 +124,22 @@ def ridge_update(inverse: torch.Tensor, reward_sum: torch.Tensor, x: torch.Tenso
 class NumpyViews:
     """numpy views of an agent's CPU state tensors, made again only when a tensor is replaced.
 
-    ``views(a, b, c)`` returns ``(a.numpy(), b.numpy(), c.numpy())``; a round's kernels then skip
-    the ~2 us of each ``.numpy()``. Identity is safe here: the cached views keep their tensors alive.
+    ``views(a, b, c)`` returns ``(a.numpy(), b.numpy(), c.numpy())``, or None when the tensors
+    cannot take the compiled kernels (not float32 CPU tensors without gradient); a round's kernels
+    then skip the ~2 us of each ``.numpy()`` and of each check. Identity is safe here: the cached
+    views keep their tensors alive.
     """
 
     __slots__ = ("_arrays", "_tensors")
 
     def __init__(self) -> None:
         self._tensors: tuple[torch.Tensor, ...] = ()
-        self._arrays: tuple[np.ndarray, ...] = ()
+        self._arrays: tuple[np.ndarray, ...] | None = None
 
-    def __call__(self, *tensors: torch.Tensor) -> tuple[np.ndarray, ...]:
+    def __call__(self, *tensors: torch.Tensor) -> tuple[np.ndarray, ...] | None:
         if len(tensors) != len(self._tensors) or not all(map(operator.is_, tensors, self._tensors)):
-            self._tensors, self._arrays = tensors, tuple(t.numpy() for t in tensors)
+            self._tensors = tensors
+            self._arrays = tuple(t.numpy() for t in tensors) if _kernel_ok(*tensors) else None
         return self._arrays
 
     def __reduce__(self):
@@ -146,11 +149,9 @@ class NumpyViews:
 
 def _played_update_(statistic, reward_sum, theta, contexts, actions, rewards, views, square_root, update) -> bool:
     """The in-place played update: the compiled kernel on CPU, else ``update`` in torch copied into the state."""
-    if _kernel_ok(statistic, reward_sum, theta, contexts, rewards) and actions.is_cpu:
-        m, b, th = views(statistic, reward_sum, theta) if views is not None else (
-            statistic.numpy(), reward_sum.numpy(), theta.numpy())
-        return bool(_kernels.played_update(m, b, th, contexts.numpy(), actions.numpy(), rewards.numpy(),
-                                           square_root))
+    state = (views if views is not None else NumpyViews())(statistic, reward_sum, theta)
+    if state is not None and _kernel_ok(contexts, rewards) and actions.is_cpu:
+        return bool(_kernels.played_update(*state, contexts.numpy(), actions.numpy(), rewards.numpy(), square_root))
     new = update(statistic, reward_sum, chosen_rows(contexts, actions), rewards)
     for old, value in zip((statistic, reward_sum, theta), new, strict=True):
         old.copy_(value)

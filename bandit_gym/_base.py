@@ -273,7 +273,9 @@ class BanditVectorEnv(VectorEnv):
         self._needs_reset = self.sim.truncated
         if self.device.type == "cpu":  # a third of torch's cost per call
             terminated = torch.from_numpy(np.zeros(self.num_envs, dtype=np.bool_))
-            truncated = torch.from_numpy(np.full(self.num_envs, self._needs_reset, dtype=np.bool_))
+            truncated = torch.from_numpy(np.zeros(self.num_envs, dtype=np.bool_))  # half np.full's cost
+            if self._needs_reset:
+                truncated.fill_(True)
         else:
             terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
             truncated = torch.full((self.num_envs,), self._needs_reset, dtype=torch.bool, device=self.device)
@@ -285,9 +287,7 @@ class BanditVectorEnv(VectorEnv):
         return self.sim.contexts, rewards, terminated, truncated, info
 
     def _check_actions(self, actions: Any) -> torch.Tensor:
-        if isinstance(actions, torch.Tensor) and actions.dtype == torch.int64 and actions.device == self.device:
-            pass  # the common case (an agent's own actions): no conversion
-        elif isinstance(actions, np.ndarray):
+        if isinstance(actions, np.ndarray):
             actions = torch.from_numpy(actions)
         elif not isinstance(actions, torch.Tensor):
             raise ValueError(
@@ -296,12 +296,15 @@ class BanditVectorEnv(VectorEnv):
             )
         if actions.shape != (self.num_envs,):
             raise ValueError(f"actions must have shape ({self.num_envs},), got {tuple(actions.shape)}")
-        if actions.dtype == torch.bool or actions.is_floating_point() or actions.is_complex():
-            raise ValueError(f"actions must have an integer dtype, got {actions.dtype}")
-        actions = actions.to(self.device, torch.int64)
-        if actions.is_cpu:
+        if actions.dtype != torch.int64:  # an agent's own actions are int64: they skip these questions
+            if actions.dtype == torch.bool or actions.is_floating_point() or actions.is_complex():
+                raise ValueError(f"actions must have an integer dtype, got {actions.dtype}")
+            actions = actions.to(torch.int64)
+        if self.device.type == "cpu":
+            actions = actions.cpu()
             bad = _kernels.first_invalid_action(actions.numpy(), self.n_arms)
         else:
+            actions = actions.to(self.device)
             invalid = (actions < 0) | (actions >= self.n_arms)
             bad = int(invalid.int().argmax()) if bool(invalid.any()) else -1
         if bad >= 0:

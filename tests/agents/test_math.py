@@ -236,4 +236,8 @@ def test_numpy_views_follow_replaced_tensors_and_start_empty_in_copies():
     c = torch.full((3,), 2.0)
     assert views(c, b)[0][0] == 2.0  # a replaced tensor gets a new view
     twin = copy.deepcopy(views)
-    assert twin._tensors == () and twin._arrays == ()
+    assert twin._tensors == () and twin._arrays is None
+    # Tensors the kernels cannot take (float64, or needing gradients) give None: the torch path.
+    assert views(torch.zeros(3, dtype=torch.float64), b) is None
+    assert views(torch.zeros(3, requires_grad=True), b) is None
+    assert views(a, b)[0] is not None
