@@ -104,6 +104,27 @@ def sampled_scores(x, center, s, z, scale):
 
 
 @njit(**_JIT)
+def epsilon_greedy(x, theta, u, epsilon):
+    """Epsilon-greedy's choice: ``min(floor(K u[r, 1]), K - 1)`` where ``u[r, 0] < epsilon``, else the
+    :func:`first_argmax` of ``x . theta``; returns the (R, K) scores, the choices and whether every
+    row's largest score is unique. The float32 arithmetic of the torch expression (``u * K`` and
+    ``u < epsilon`` in float32), so the same arms.
+    """
+    R, K, d = x.shape
+    eps, arms = np.float32(epsilon), np.float32(K)
+    out = np.empty((R, K), np.float32)
+    choice = np.empty(R, np.int64)
+    unique = True
+    for r in range(R):
+        _mat_vec(x[r], theta[r], out[r])
+        choice[r], row_unique = _row_argmax(out[r])
+        unique &= row_unique
+        if u[r, 0] < eps:
+            choice[r] = min(np.int64(u[r, 1] * arms), K - 1)
+    return out, choice, unique
+
+
+@njit(**_JIT)
 def _transpose_into(x, xt):
     """``xt = x^T`` for a ``(K, d)`` array and a ``(d, K)`` buffer."""
     for k in range(x.shape[0]):

@@ -105,6 +105,25 @@ def optimistic_argmax(contexts: torch.Tensor, theta: torch.Tensor, inverse: torc
     return random_argmax(optimistic_scores(contexts, theta, inverse, nu), *ties)
 
 
+def epsilon_greedy_argmax(contexts: torch.Tensor, theta: torch.Tensor, uniforms: torch.Tensor, epsilon: float,
+                          ties: tuple[torch.Tensor, int, int]) -> torch.Tensor:
+    """Epsilon-greedy's arms ``(R,)``: where ``u_0 < epsilon`` a uniformly random arm ``min(floor(K u_1), K - 1)``,
+    elsewhere :func:`random_argmax` of the scores ``x . theta`` (``ties``: its keys, stream and counter).
+
+    ``contexts (R, K, d), theta (R, d), uniforms (R, 2)`` holding ``u_0, u_1``; one call on CPU.
+    """
+    if _kernel_ok(contexts, theta, uniforms):
+        values, choice, unique = _kernels.epsilon_greedy(contexts.numpy(), theta.numpy(), uniforms.numpy(), epsilon)
+        if unique:
+            return torch.from_numpy(choice)
+        greedy = random_argmax(torch.from_numpy(values), *ties)
+    else:
+        greedy = random_argmax(scores(contexts, theta), *ties)
+    n_arms = contexts.shape[1]
+    random_arm = (uniforms[:, 1] * n_arms).long().clamp_(max=n_arms - 1)  # (R,)
+    return torch.where(uniforms[:, 0] < epsilon, random_arm, greedy)
+
+
 def ridge_update(inverse: torch.Tensor, reward_sum: torch.Tensor, x: torch.Tensor,
                  rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Add one observation per replica to ridge statistics: ``V^-1``, ``b`` -> ``V^-1``, ``b``, ``V^-1 b``.

@@ -216,10 +216,8 @@ class EpsGreedy(_RidgeAgent):
         return min(1.0, self.exploration_scale / math.sqrt(self.t if t is None else t))
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        greedy = self._argmax(_math.scores(contexts, self.theta_hat))  # (R,)
         epsilon = self.exploration_rate()
         if epsilon == 0:
-            return greedy
+            return self._argmax(_math.scores(contexts, self.theta_hat))
         u = self._uniforms(self.keys, self.t)  # (R, 2): coin, arm
-        random_arm = (u[:, 1] * self.n_arms).long().clamp_(max=self.n_arms - 1)  # (R,)
-        return torch.where(u[:, 0] < epsilon, random_arm, greedy)
+        return _math.epsilon_greedy_argmax(contexts, self.theta_hat, u, epsilon, self._ties())  # (R,)

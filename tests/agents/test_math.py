@@ -102,6 +102,32 @@ def test_fused_argmaxes_equal_random_argmax_of_the_scores():
         assert torch.equal(fused(x, *traced, ties), fused(x, *args, ties))
 
 
+def test_epsilon_greedy_argmax_equals_its_torch_composition():
+    # EpsGreedy's select in one call: random arms where the coin says explore, random_argmax elsewhere.
+    R, K, d = 40, 7, 5
+    _, x, theta = _problem(R, K, d, seed=11)
+    u = torch.rand(R, 2, generator=torch.Generator().manual_seed(12))
+    u[0] = torch.tensor([0.0, 0.99999994])  # explores; the largest u_1 below 1 gives arm K - 1
+    ties = (torch.arange(R), 16, 3)
+
+    def composed(x, theta, u, epsilon):
+        greedy = _math.random_argmax(_math.scores(x, theta), *ties)
+        random_arm = (u[:, 1] * K).long().clamp_(max=K - 1)
+        return torch.where(u[:, 0] < epsilon, random_arm, greedy)
+
+    tied = x.clone()
+    tied[2] = tied[2, :1]  # a row of equal arms: the tie-breaking path
+    for arms in (x, tied):
+        for epsilon in (0.0, 0.3, 1.0):
+            got = _math.epsilon_greedy_argmax(arms, theta, u, epsilon, ties)
+            assert torch.equal(got, composed(arms, theta, u, epsilon))
+            traced = _math.epsilon_greedy_argmax(arms, theta.clone().requires_grad_(), u, epsilon, ties)
+            assert torch.equal(traced, got)  # the torch path agrees
+    explored = u[:, 0] < 0.3
+    assert 0 < int(explored.sum()) < R  # both branches were taken
+    assert int(_math.epsilon_greedy_argmax(x, theta, u, 1.0, ties)[0]) == K - 1
+
+
 def test_kernels_take_strided_views_like_copies():
     # A changing arm set reaches the agents as a view of the env's block (R, B, K, d)[:, b].
     matrix, _, theta = _problem(4, 6, 5)
