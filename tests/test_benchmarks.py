@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,12 +41,16 @@ def test_batched_numpy_floor_learns_on_the_envs_draws():
 
 def test_linear_paper_prints_every_row():
     out = subprocess.run(
-        [sys.executable, "benchmarks/linear_paper.py", "--rounds", "30", "--seeds", "2", "--agents", "LinUCB", "LinTS"],
+        [sys.executable, "benchmarks/linear_paper.py", "--rounds", "30", "--seeds", "2", "--agents", "LinUCB", "LinTS",
+         "--repeats", "2"],
         cwd=ROOT, capture_output=True, text=True, check=True, timeout=300,
     ).stdout
     rows = [line for line in out.splitlines() if line.startswith("| changing") or line.startswith("| fixed")]
     assert len(rows) == 6, out  # 2 settings x (2 agents + the numpy reference)
     assert all(" +- " in row for row in rows)
+    for row in rows:  # the wall time: the fastest run, then every run's time in order
+        fastest, every = re.fullmatch(r"(\d+\.\d) \((\d+\.\d, \d+\.\d)\)", row.split(" | ")[2]).groups()
+        assert float(fastest) == min(float(t) for t in every.split(", "))
 
 
 def test_growing_table_keeps_the_file_whole(tmp_path, capsys):
