@@ -133,21 +133,6 @@ def _transpose_into(x, xt):
 
 
 @njit(**_JIT)
-def _scores_of_transposed(xt, theta, out):
-    """``out[k] = x_k . theta`` from the arms transposed, ``xt`` ``(d, K)``.
-
-    Each ``out[k]`` is summed over ``i`` in index order, the order of :func:`_dot`, so the bits are
-    :func:`_dot`'s; the inner loop runs along the K arms, elementwise, so it vectorises (a dot
-    product's sum is a chain of dependent adds).
-    """
-    out[:] = 0.0
-    for i in range(xt.shape[0]):
-        ti = theta[i]
-        for k in range(xt.shape[1]):
-            out[k] += ti * xt[i, k]
-
-
-@njit(**_JIT)
 def _widths_into(xt, m, y, width):
     """``width[k] = x_k^T m x_k`` for one replica's arms transposed, ``xt`` ``(d, K)``, and a symmetric ``m``.
 
@@ -206,7 +191,7 @@ def optimistic_scores(x, theta, m, nu):
     for r in range(R):
         _transpose_into(x[r], xt)
         _widths_into(xt, m[r], xm, width)
-        _scores_of_transposed(xt, theta[r], mean)
+        _vec_mat(theta[r], xt, mean)  # x_k . theta, summed in index order as _dot sums it, vectorised along k
         for k in range(K):
             w = width[k]
             if w < 0.0:  # rounding can make x^T V^-1 x negative by an ulp (NaN stays NaN)
