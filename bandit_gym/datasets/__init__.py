@@ -9,12 +9,19 @@
     venv = gym.make_vec("MagicTelescope-v0", num_envs=10, vectorization_mode="vector_entry_point")
 
 See ``docs/datasets.md`` for the table of datasets, the preprocessing and offline use.
+The envs and loaders need the ``datasets`` extra (``pip install "bandit-gym[datasets]"``);
+importing this package does not.
 """
 
 from __future__ import annotations
 
 from bandit_gym.datasets.envs import DatasetBanditEnv, DatasetBanditSimulator, DatasetBanditVectorEnv
-from bandit_gym.datasets.errors import DatasetFileError, DatasetNotFoundError
+from bandit_gym.datasets.errors import (
+    DatasetFileError,
+    DatasetIntegrityError,
+    DatasetNotFoundError,
+    MissingDependencyError,
+)
 from bandit_gym.datasets.loaders import SPECS, LoadedDataset, download_dataset, load_dataset, resolve_cache_dir
 
 #: Registered ids of the dataset envs (they need their data on disk: see ``bandit-gym download``).
@@ -27,8 +34,10 @@ __all__ = [
     "DatasetBanditSimulator",
     "DatasetBanditVectorEnv",
     "DatasetFileError",
+    "DatasetIntegrityError",
     "DatasetNotFoundError",
     "LoadedDataset",
+    "MissingDependencyError",
     "download_dataset",
     "load_dataset",
     "resolve_cache_dir",

@@ -13,20 +13,24 @@ from pathlib import Path
 
 import numpy as np
 
-from bandit_gym.datasets.errors import DatasetFileError, DatasetNotFoundError
+from bandit_gym.datasets.errors import DatasetFileError, DatasetNotFoundError, import_optional
 
 N_TEST_IMAGES = 10_000
 
 
-def _classes(verify_checksums: bool):
-    from torchvision.datasets import CIFAR10
+def _torchvision_cifar10():
+    return import_optional("torchvision.datasets", "CIFAR10", distribution="torchvision").CIFAR10
 
-    class CIFAR10TestSplit(CIFAR10):
+
+def _classes(verify_checksums: bool):
+    torchvision_cifar10 = _torchvision_cifar10()
+
+    class CIFAR10TestSplit(torchvision_cifar10):
         train_list = []
 
     class CIFAR10TestSplitUnchecked(CIFAR10TestSplit):
         test_list = [["test_batch", None]]
-        meta = {**CIFAR10.meta, "md5": None}
+        meta = {**torchvision_cifar10.meta, "md5": None}
 
     return CIFAR10TestSplit if verify_checksums else CIFAR10TestSplitUnchecked
 
@@ -65,8 +69,7 @@ def load_cifar10_test(
 
 def download_cifar10(root: Path) -> Path:
     """Download CIFAR10 (the whole 170 MB archive; torchvision has no test-only file) into ``root``."""
-    from torchvision.datasets import CIFAR10
-
+    torchvision_cifar10 = _torchvision_cifar10()
     Path(root).mkdir(parents=True, exist_ok=True)
-    CIFAR10(root=str(root), train=False, download=True)
+    torchvision_cifar10(root=str(root), train=False, download=True)
     return Path(root) / "cifar-10-batches-py"

@@ -14,6 +14,8 @@ the network or the cache directory, and every failure names the file.
 
 ARFF headers are parsed with ``liac-arff`` (an ``openml`` dependency); the data
 section, which can be large (Covertype: 581,012 rows), with ``pandas.read_csv``.
+Both are optional (the ``datasets`` extra) and imported only when a file is read,
+so that this module, and ``bandit_gym`` with it, imports on the base install.
 """
 
 from __future__ import annotations
@@ -23,11 +25,14 @@ import warnings
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from bandit_gym.datasets.errors import DatasetFileError
+from bandit_gym.datasets.errors import DatasetFileError, import_optional
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Subdirectory of the cache root that holds files of the public server www.openml.org.
 SERVER_SUBDIR = Path("org", "openml", "www")
@@ -51,6 +56,7 @@ class RawTable:
     categories: list[list[str] | None]
     labels: np.ndarray
     class_names: list[str]
+    target: str = ""  # name of the class attribute
 
 
 def dataset_dir(root: Path, dataset_id: int) -> Path:
@@ -91,11 +97,14 @@ def read_description(path: Path) -> dict[str, object]:
     }
 
 
-def read_table(folder: Path, dataset_id: int, path: Path) -> RawTable:
-    """Read the dataset in ``folder`` whose data file is ``path``."""
+def read_table(folder: Path, dataset_id: int, path: Path, verify_md5: bool = True) -> RawTable:
+    """Read the dataset in ``folder`` whose data file is ``path``.
+
+    With ``verify_md5``, an ARFF file is checked against the md5 sum of ``description.xml`` if it has one.
+    """
     description = read_description(folder / "description.xml")
     if path.suffix == ".arff":
-        if description["md5"]:
+        if verify_md5 and description["md5"]:
             _check_md5(path, description["md5"])
         names, kinds, frame = _read_arff(path)
     else:
@@ -104,7 +113,7 @@ def read_table(folder: Path, dataset_id: int, path: Path) -> RawTable:
     target = description["target"]
     if target not in names:
         raise DatasetFileError(f"{path}: target attribute {target!r} (from description.xml) is not among {names}")
-    table = RawTable(path, [], [], [], np.empty(0, np.int64), [])
+    table = RawTable(path, [], [], [], np.empty(0, np.int64), [], target)
     for name, kind in zip(names, kinds, strict=True):
         if name in drop:
             continue
@@ -136,9 +145,14 @@ def _check_md5(path: Path, expected: str) -> None:
         )
 
 
+def _pandas():
+    return import_optional("pandas", "Reading an OpenML cache file")
+
+
 def _read_arff(path: Path) -> tuple[list[str], list[object], pd.DataFrame]:
     """Header through liac-arff, data section through pandas; every failure names the file."""
-    import arff  # liac-arff, installed with openml
+    arff = import_optional("arff", "Reading an ARFF header", distribution="liac-arff")  # installed with openml
+    pd = _pandas()
 
     header = []
     try:
@@ -197,6 +211,7 @@ def _read_arff(path: Path) -> tuple[list[str], list[object], pd.DataFrame]:
 
 
 def _read_parquet(path: Path) -> tuple[list[str], list[object], pd.DataFrame]:
+    pd = _pandas()
     try:
         frame = pd.read_parquet(path)
     except Exception as exc:  # pyarrow raises many types (ArrowInvalid, OSError, ...)
@@ -216,6 +231,7 @@ def _read_parquet(path: Path) -> tuple[list[str], list[object], pd.DataFrame]:
 
 def _convert(path: Path, name: str, kind: object, column: pd.Series) -> tuple[np.ndarray, list[str] | None]:
     """One column as float64 (numeric) or int64 codes into the declared values (nominal)."""
+    pd = _pandas()
     if not isinstance(kind, list):
         if isinstance(column.dtype, pd.CategoricalDtype):  # the last column, read as text
             text = column.astype(str)

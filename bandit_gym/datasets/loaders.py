@@ -22,27 +22,60 @@ import numpy as np
 import torch
 
 from bandit_gym.datasets import _openml_files
-from bandit_gym.datasets.errors import DatasetFileError, DatasetNotFoundError
+from bandit_gym.datasets.errors import (
+    DatasetFileError,
+    DatasetIntegrityError,
+    DatasetNotFoundError,
+    import_optional,
+)
 
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """Where a dataset comes from and how many classes (arms) it has."""
+    """Where a dataset comes from, and what its published version holds (checked on every load).
+
+    ``feature_names``, ``target`` and ``class_counts`` are None where only the counts are published.
+    """
 
     name: str
     title: str
     openml_id: int | None  # None: torchvision
     n_classes: int
+    n_rows: int
+    n_features: int  # after the target, the row id and ignored attributes are dropped
+    feature_names: tuple[str, ...] | None = None
+    target: str | None = None
+    class_counts: tuple[tuple[str, int], ...] | None = None  # (class, rows) in arm order
 
 
+# Shuttle, MagicTelescope, Mushroom: read from the shared real cache (../shared/datasets/openml_cache) and
+# checked against the UCI documentation; tests/datasets/test_real_data.py re-reads them from that cache.
+# Covertype: OpenML's and UCI's published size (581,012 rows, 54 attributes, 7 classes); its class counts
+# are not checked here. CIFAR10's test split: 10,000 images, exactly 1,000 per class (its documentation).
+_MUSHROOM_ATTRIBUTES = (
+    "cap-shape", "cap-surface", "cap-color", "bruises%3F", "odor", "gill-attachment", "gill-spacing", "gill-size",
+    "gill-color", "stalk-shape", "stalk-root", "stalk-surface-above-ring", "stalk-surface-below-ring",
+    "stalk-color-above-ring", "stalk-color-below-ring", "veil-type", "veil-color", "ring-number", "ring-type",
+    "spore-print-color", "population", "habitat",
+)
+_MAGIC_ATTRIBUTES = tuple(
+    f"{n}:" for n in ("fLength", "fWidth", "fSize", "fConc", "fConc1", "fAsym", "fM3Long", "fM3Trans", "fAlpha", "fDist")
+)
+_CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 SPECS: dict[str, DatasetSpec] = {
     spec.name: spec
     for spec in (
-        DatasetSpec("shuttle", "Shuttle", 40685, 7),
-        DatasetSpec("magictelescope", "MagicTelescope", 1120, 2),
-        DatasetSpec("mushroom", "Mushroom", 24, 2),
-        DatasetSpec("covertype", "Covertype", 1596, 7),
-        DatasetSpec("cifar10", "CIFAR10", None, 10),
+        DatasetSpec(
+            "shuttle", "Shuttle", 40685, 7, 58_000, 9, tuple(f"A{i}" for i in range(1, 10)), "class",
+            (("1", 45586), ("2", 50), ("3", 171), ("4", 8903), ("5", 3267), ("6", 10), ("7", 13)),
+        ),
+        DatasetSpec(
+            "magictelescope", "MagicTelescope", 1120, 2, 19_020, 10, _MAGIC_ATTRIBUTES, "class:",
+            (("g", 12332), ("h", 6688)),
+        ),
+        DatasetSpec("mushroom", "Mushroom", 24, 2, 8_124, 22, _MUSHROOM_ATTRIBUTES, "class", (("e", 4208), ("p", 3916))),
+        DatasetSpec("covertype", "Covertype", 1596, 7, 581_012, 54),
+        DatasetSpec("cifar10", "CIFAR10", None, 10, 10_000, 3072, class_counts=tuple((c, 1000) for c in _CIFAR10_CLASSES)),
     )
 }
 ENCODINGS = ("ordinal", "onehot")
@@ -154,13 +187,21 @@ def load_dataset(
         scaling: ``"l2"`` (each row to unit norm, the paper's code), ``"standardize"`` (each column
             to mean 0, std 1) or ``"none"``.
         download: Download the data into ``cache_dir`` first if missing (needs the internet).
-        verify_checksums: Check CIFAR10 files against torchvision's md5 sums.
+        verify_checksums: Check that the files are the published dataset: md5 sums (CIFAR10: torchvision's;
+            OpenML: ``description.xml``'s, where it has one), and the row count, columns and class counts
+            of :data:`SPECS`. A mismatch raises :class:`DatasetIntegrityError`. False loads a modified copy.
+
+    Raises:
+        MissingDependencyError: The ``datasets`` extra is not installed.
+        DatasetNotFoundError: The data are not in the cache directory.
+        DatasetFileError: A file is damaged; :class:`DatasetIntegrityError`: it is not the published dataset.
     """
     spec = get_spec(name)
     if encoding not in ENCODINGS:
         raise ValueError(f"encoding must be one of {ENCODINGS}, got {encoding!r}")
     if scaling not in SCALINGS:
         raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
+    _require_packages(spec)
     root = resolve_cache_dir(spec.name, cache_dir).resolve()
     key = (spec.name, str(root), encoding, scaling, bool(verify_checksums))
     with _LOCK:
@@ -172,13 +213,17 @@ def load_dataset(
 
                 x, y, classes, source = _cifar.load_cifar10_test(root, verify_checksums, _missing_message(spec, root))
                 names, low, high = tuple(f"pixel{i}" for i in range(x.shape[1])), -1.0, 1.0
+                if verify_checksums:
+                    check_published(spec, source, names, None, y, classes)
                 x, low, high = _scale(x, scaling, low, high)
             else:
                 if not is_cached(spec.name, root):
                     raise DatasetNotFoundError(_missing_message(spec, root))
                 folder = _openml_files.dataset_dir(root, spec.openml_id)
                 path = _openml_files.data_file(folder, spec.openml_id)
-                table = _openml_files.read_table(folder, spec.openml_id, path)
+                table = _openml_files.read_table(folder, spec.openml_id, path, verify_md5=verify_checksums)
+                if verify_checksums:
+                    check_published(spec, path, table.feature_names, table.target, table.labels, table.class_names)
                 x, names = _encode(table, encoding)
                 x, low, high = _scale(x, scaling, -np.inf, np.inf)
                 y, classes, source = table.labels, table.class_names, path
@@ -189,6 +234,59 @@ def load_dataset(
                 torch.from_numpy(np.asarray(y, dtype=np.int64)), tuple(classes), tuple(names), source, low, high,
             )
         return _CACHE[key]
+
+
+def _require_packages(spec: DatasetSpec) -> None:
+    """Import what loading ``spec`` needs, or raise :class:`MissingDependencyError` naming the extra."""
+    if spec.openml_id is None:
+        import_optional("torchvision.datasets", f"The {spec.title} dataset", distribution="torchvision")
+    else:
+        import_optional("pandas", f"The {spec.title} dataset (reading OpenML files)")
+        import_optional("arff", f"The {spec.title} dataset (reading ARFF headers)", distribution="liac-arff")
+
+
+def check_published(
+    spec: DatasetSpec,
+    path: Path,
+    feature_names: list[str] | tuple[str, ...],
+    target: str | None,
+    labels: np.ndarray,
+    class_names: list[str] | tuple[str, ...],
+) -> None:
+    """Refuse data that are not the published ``spec``: compare columns, target, rows and class counts.
+
+    Raises:
+        DatasetIntegrityError: Naming ``path``, every figure that differs, what was expected and what was found.
+    """
+    problems = []
+    if spec.target is not None and target != spec.target:
+        problems.append(f"class attribute {spec.target!r}, found {target!r}")
+    if spec.feature_names is not None and tuple(feature_names) != spec.feature_names:
+        missing = [n for n in spec.feature_names if n not in feature_names]
+        unexpected = [n for n in feature_names if n not in spec.feature_names]
+        if missing or unexpected:
+            what = f"missing {missing}" + (f", unexpected {unexpected}" if unexpected else "")
+        else:
+            what = f"in the order {list(feature_names)}"
+        problems.append(f"{len(spec.feature_names)} feature columns, found {len(feature_names)}: {what}")
+    elif len(feature_names) != spec.n_features:
+        problems.append(f"{spec.n_features} feature columns, found {len(feature_names)}")
+    if len(labels) != spec.n_rows:
+        problems.append(f"{spec.n_rows:,} rows, found {len(labels):,}")
+    counts = np.bincount(np.asarray(labels, dtype=np.int64), minlength=len(class_names)).tolist()
+    found = tuple(zip((str(c) for c in class_names), counts))
+    if spec.class_counts is not None and found != spec.class_counts:
+        problems.append(f"rows per class {dict(spec.class_counts)}, found {dict(found)}")
+    elif len(class_names) != spec.n_classes:
+        problems.append(f"{spec.n_classes} classes, found {len(class_names)} {list(class_names)}")
+    if problems:
+        source = "torchvision" if spec.openml_id is None else f"OpenML {spec.openml_id}"
+        raise DatasetIntegrityError(
+            f"{path} is not the published {spec.title} dataset ({source}): expected "
+            + "; expected ".join(problems)
+            + f". The file is truncated, damaged or edited: delete it and run `bandit-gym download {spec.name}`; "
+            "to load a modified copy on purpose, pass verify_checksums=False."
+        )
 
 
 def is_cached(name: str, cache_dir: str | os.PathLike | None = None) -> bool:
@@ -260,6 +358,9 @@ def download_dataset(name: str, cache_dir: str | os.PathLike | None = None) -> P
     """
     spec = get_spec(name)
     root = resolve_cache_dir(spec.name, cache_dir)
+    _require_packages(spec)
+    if spec.openml_id is not None:
+        import_optional("openml", f"Downloading {spec.title}")
     try:
         if spec.openml_id is None:
             from bandit_gym.datasets import _cifar

@@ -1,5 +1,10 @@
 """Small datasets written by the tests in openml's and torchvision's cache layouts; the shared real cache.
 
+The small stand-ins are not the published datasets, so tests load them with
+``verify_checksums=False``; :func:`write_like_published` writes files that match
+every published figure (columns, rows, class counts) with random values.
+The real cache: ``$BANDIT_GYM_TEST_OPENML_CACHE`` if set (then it must exist),
+else ``<clone>/../shared/datasets/openml_cache`` (skipped if absent).
 Nothing here downloads: ``no_network`` points openml at a closed localhost port.
 """
 
@@ -13,8 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SHARED_CACHE_ENV_VAR = "BANDIT_GYM_SHARED_OPENML_CACHE"
+from bandit_gym.datasets.loaders import SPECS
+
+SHARED_CACHE_ENV_VAR = "BANDIT_GYM_TEST_OPENML_CACHE"
 REPO = Path(__file__).resolve().parents[2]
+DEFAULT_SHARED_CACHE = REPO.parent / "shared" / "datasets" / "openml_cache"
 
 
 def write_openml_dataset(
@@ -99,15 +107,48 @@ def small_cifar(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def shared_cache_source() -> Path:
-    return Path(os.environ.get(SHARED_CACHE_ENV_VAR, REPO.parent / "shared" / "datasets" / "openml_cache"))
+def write_like_published(root: Path, name: str, seed: int = 0) -> Path:
+    """Write ``name`` in openml's layout with its published columns, row count and class counts; random values."""
+    spec = SPECS[name]
+    classes = [c for c, _ in spec.class_counts]
+    labels = np.repeat(np.arange(len(classes)), [n for _, n in spec.class_counts])  # (N,)
+    rng = np.random.default_rng(seed)
+    rng.shuffle(labels)
+    x = rng.integers(-50, 50, size=(spec.n_rows, spec.n_features))  # (N, d)
+    row_id = "ID" if name == "magictelescope" else None
+    attributes = [("ID", "INTEGER")] if row_id else []
+    attributes += [(n, "NUMERIC") for n in spec.feature_names] + [(spec.target, classes)]
+    rows = [([i + 1] if row_id else []) + x[i].tolist() + [classes[labels[i]]] for i in range(spec.n_rows)]
+    return write_openml_dataset(root, spec.openml_id, attributes, rows, target=spec.target, row_id=row_id)
+
+
+@pytest.fixture(scope="session")
+def published_lookalikes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An OpenML cache whose Shuttle, MagicTelescope and Mushroom match every published figure."""
+    root = tmp_path_factory.mktemp("openml_lookalike")
+    for name in ("shuttle", "magictelescope", "mushroom"):
+        write_like_published(root, name)
+    return root
+
+
+def shared_cache_source() -> tuple[Path, bool]:
+    """Where the shared real cache is, and whether the environment variable named it."""
+    if os.environ.get(SHARED_CACHE_ENV_VAR):
+        return Path(os.environ[SHARED_CACHE_ENV_VAR]).expanduser(), True
+    return DEFAULT_SHARED_CACHE, False
 
 
 @pytest.fixture(scope="session")
 def real_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A writable copy of the shared real OpenML cache (read-only at its source); skip if absent."""
-    source = shared_cache_source()
+    """A writable copy of the shared real OpenML cache (read-only at its source).
+
+    Skipped when the default location is empty; an error when ``BANDIT_GYM_TEST_OPENML_CACHE`` names a
+    directory that holds no cache (CI sets it so that the real-data tests cannot skip unnoticed).
+    """
+    source, named = shared_cache_source()
     if not (source / "org" / "openml" / "www" / "datasets").is_dir():
+        if named:
+            pytest.fail(f"{SHARED_CACHE_ENV_VAR}={source} holds no OpenML cache (no org/openml/www/datasets in it)")
         pytest.skip(f"no shared OpenML cache at {source} (set {SHARED_CACHE_ENV_VAR} to point at one)")
     target = tmp_path_factory.mktemp("openml_real") / "openml_cache"
     shutil.copytree(source, target)

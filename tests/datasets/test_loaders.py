@@ -15,8 +15,22 @@ import numpy as np
 import pytest
 import torch
 
-from bandit_gym import cli
-from bandit_gym.datasets import DatasetFileError, DatasetNotFoundError, load_dataset, resolve_cache_dir
+try:  # the command line moves to the experiment layer (issue 15)
+    from experiments import cli
+except ModuleNotFoundError:
+    from bandit_gym import cli
+from bandit_gym.datasets import (
+    DatasetFileError,
+    DatasetIntegrityError,
+    DatasetNotFoundError,
+    load_dataset,
+    resolve_cache_dir,
+)
+from bandit_gym.datasets.loaders import SPECS, check_published
+
+
+#: The small stand-ins of conftest.py are not the published datasets: load them without the integrity check.
+STAND_IN = {"verify_checksums": False}
 
 
 def _copy(root: Path, tmp_path: Path) -> Path:
@@ -26,7 +40,7 @@ def _copy(root: Path, tmp_path: Path) -> Path:
 
 
 def test_load_openml_numeric_drops_row_id_and_maps_labels_in_declared_order(small_cache):
-    data = load_dataset("magictelescope", cache_dir=small_cache, scaling="none")
+    data = load_dataset("magictelescope", cache_dir=small_cache, scaling="none", **STAND_IN)
     assert data.features.shape == (30, 10) and data.features.dtype == torch.float32
     assert data.feature_names == tuple(f"A{i}" for i in range(10))  # the ID column is gone
     assert data.class_names == ("g", "h")
@@ -37,30 +51,30 @@ def test_load_openml_numeric_drops_row_id_and_maps_labels_in_declared_order(smal
 
 
 def test_load_is_shared_per_process_and_per_device(small_cache):
-    a = load_dataset("shuttle", cache_dir=small_cache)
-    b = load_dataset("Shuttle", cache_dir=str(small_cache))
+    a = load_dataset("shuttle", cache_dir=small_cache, **STAND_IN)
+    b = load_dataset("Shuttle", cache_dir=str(small_cache), **STAND_IN)
     assert a is b
     assert a.on("cpu")[0] is b.on("cpu")[0]
-    assert load_dataset("shuttle", cache_dir=small_cache, scaling="none") is not a
+    assert load_dataset("shuttle", cache_dir=small_cache, scaling="none", **STAND_IN) is not a
 
 
 def test_l2_rows_have_unit_norm_and_standardize_centres_columns(small_cache):
-    l2 = load_dataset("covertype", cache_dir=small_cache)
+    l2 = load_dataset("covertype", cache_dir=small_cache, **STAND_IN)
     torch.testing.assert_close(l2.features.norm(dim=1), torch.ones(35))
     assert (l2.feature_low, l2.feature_high) == (-1.0, 1.0)
-    std = load_dataset("covertype", cache_dir=small_cache, scaling="standardize")
+    std = load_dataset("covertype", cache_dir=small_cache, scaling="standardize", **STAND_IN)
     torch.testing.assert_close(std.features.mean(0), torch.zeros(54), atol=1e-5, rtol=0)
     torch.testing.assert_close(std.features.std(0, unbiased=False), torch.ones(54), atol=1e-5, rtol=0)
     assert (std.feature_low, std.feature_high) == (-np.inf, np.inf)
 
 
 def test_mushroom_ordinal_and_onehot_encoding_with_missing_values(small_cache, mushroom_rows):
-    ordinal = load_dataset("mushroom", cache_dir=small_cache, scaling="none")
+    ordinal = load_dataset("mushroom", cache_dir=small_cache, scaling="none", **STAND_IN)
     # declared values: cap-shape {b, x}, odor {a, n, p}, stalk-root {b, c, e, r}; '?' -> one past the last
     expected = [[1, 2, 2], [0, 0, 4], [1, 1, 1], [0, 2, 3], [1, 0, 4], [1, 2, 0], [0, 1, 2], [1, 2, 4]]
     assert ordinal.features.tolist() == expected
     assert ordinal.labels.tolist() == [1 if row[-1] == "p" else 0 for row in mushroom_rows]
-    onehot = load_dataset("mushroom", cache_dir=small_cache, encoding="onehot", scaling="none")
+    onehot = load_dataset("mushroom", cache_dir=small_cache, encoding="onehot", scaling="none", **STAND_IN)
     assert onehot.dim == 2 + 3 + 4
     assert onehot.feature_names[:3] == ("cap-shape=b", "cap-shape=x", "odor=a")
     assert onehot.features[0].tolist() == [0, 1, 0, 0, 1, 0, 0, 1, 0]
@@ -73,7 +87,7 @@ def test_numeric_missing_values_take_the_column_mean(tmp_path, openml_writer):
         tmp_path, 40685, [("a", "NUMERIC"), ("b", "REAL"), ("class", [str(c) for c in range(1, 8)])],
         [[1, 2, 1], ["?", 4, 2], [3, "?", 3], [5, 6, 4], [7, 8, 5], [9, 10, 6], [11, 12, 7]],
     )
-    data = load_dataset("shuttle", cache_dir=tmp_path, scaling="none")
+    data = load_dataset("shuttle", cache_dir=tmp_path, scaling="none", **STAND_IN)
     assert data.features[1, 0].item() == pytest.approx(np.mean([1, 3, 5, 7, 9, 11]))
     assert data.features[2, 1].item() == pytest.approx(np.mean([2, 4, 6, 8, 10, 12]))
     assert data.labels.tolist() == list(range(7))
@@ -146,7 +160,7 @@ def test_read_only_cache_loads_and_writes_nothing(small_cache, tmp_path, mushroo
     for path in paths:
         path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
     try:
-        data = load_dataset("mushroom", cache_dir=root)
+        data = load_dataset("mushroom", cache_dir=root, **STAND_IN)
         assert data.n_rows == len(mushroom_rows)
         assert sorted(str(p) for p in [root, *root.rglob("*")]) == before
     finally:
@@ -189,6 +203,84 @@ def test_md5_in_description_catches_a_partial_download(tmp_path, openml_writer):
         load_dataset("mushroom", cache_dir=tmp_path)
 
 
+def _arff_parts(text: str) -> tuple[list[str], list[str]]:
+    """An ARFF text as (header lines up to @DATA, data lines)."""
+    lines = text.splitlines()
+    start = lines.index("@DATA") + 1
+    return lines[:start], [line for line in lines[start:] if line]
+
+
+def _truncate_at_row(text: str, n_rows: int) -> str:
+    header, rows = _arff_parts(text)
+    return "\n".join(header + rows[:n_rows]) + "\n"
+
+
+def _relabel_first_row(text: str, new_class: str) -> str:
+    header, rows = _arff_parts(text)
+    rows[0] = rows[0].rsplit(",", 1)[0] + "," + new_class
+    return "\n".join(header + rows) + "\n"
+
+
+def _drop_attribute(text: str, index: int) -> str:
+    """Remove attribute ``index`` from the header and its field from every row: a file that still parses."""
+    header, rows = _arff_parts(text)
+    attributes = [i for i, line in enumerate(header) if line.upper().startswith("@ATTRIBUTE")]
+    del header[attributes[index]]
+    rows = [",".join(f for i, f in enumerate(row.split(",")) if i != index) for row in rows]
+    return "\n".join(header + rows) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "damage", "found"),
+    [
+        ("magictelescope", lambda t: _truncate_at_row(t, 3000), r"expected 19,020 rows, found 3,000; expected rows "
+         r"per class \{'g': 12332, 'h': 6688\}, found \{'g': \d+, 'h': \d+\}"),
+        ("shuttle", lambda t: _relabel_first_row(t, "6"), r"expected rows per class \{'1': 45586, .*'6': 10, "
+         r"'7': 13\}, found \{'1': \d+, .*'6': 11, '7': 13\}"),
+        ("mushroom", lambda t: _drop_attribute(t, 3), r"expected 22 feature columns, found 21: missing \['bruises%3F'\]"),
+    ],
+)
+def test_a_file_that_is_not_the_published_dataset_is_refused(published_lookalikes, tmp_path, name, damage, found):
+    assert load_dataset(name, cache_dir=published_lookalikes).n_rows == SPECS[name].n_rows  # undamaged: passes
+    root = _copy(published_lookalikes, tmp_path)
+    arff = _folder(root, SPECS[name].openml_id) / "dataset.arff"
+    arff.write_text(damage(arff.read_text()))
+    with pytest.raises(DatasetIntegrityError, match=found) as info:
+        load_dataset(name, cache_dir=root)
+    assert str(info.value).startswith(f"{arff} is not the published {SPECS[name].title} dataset")
+    assert "verify_checksums=False" in str(info.value)
+    loaded = load_dataset(name, cache_dir=root, verify_checksums=False)  # on purpose: the modified copy loads
+    assert loaded.n_rows == (3000 if name == "magictelescope" else SPECS[name].n_rows)
+
+
+def test_a_row_id_not_declared_in_the_description_is_an_unexpected_column(published_lookalikes, tmp_path):
+    root = _copy(published_lookalikes, tmp_path)
+    description = _folder(root, 1120) / "description.xml"
+    description.write_text(description.read_text().replace("<oml:row_id_attribute>ID</oml:row_id_attribute>", ""))
+    with pytest.raises(DatasetIntegrityError, match=r"expected 10 feature columns, found 11: missing \[\], "
+                       r"unexpected \['ID'\]"):
+        load_dataset("magictelescope", cache_dir=root)
+
+
+def test_published_figures_of_the_large_datasets(tmp_path, openml_writer):
+    # Covertype (too large to write here) and CIFAR10 go through the same check; call it with their shapes.
+    labels = np.repeat(np.arange(7), 10)  # (70,)
+    names = [f"A{i}" for i in range(54)]
+    with pytest.raises(DatasetIntegrityError, match=r"expected 581,012 rows, found 70\. "):
+        check_published(SPECS["covertype"], tmp_path / "x.arff", names, "class", labels, [str(c) for c in range(1, 8)])
+    check_published(  # the published size passes (labels of 581,012 rows, 7 classes)
+        SPECS["covertype"], tmp_path / "x.arff", names, "class", np.arange(581_012) % 7, [str(c) for c in range(1, 8)]
+    )
+    with pytest.raises(DatasetIntegrityError, match=r"expected 7 classes, found 6"):
+        check_published(SPECS["covertype"], tmp_path / "x.arff", names, "class", np.arange(581_012) % 6,
+                        [str(c) for c in range(1, 7)])
+    classes = [c for c, _ in SPECS["cifar10"].class_counts]
+    pixels = [f"pixel{i}" for i in range(3072)]
+    check_published(SPECS["cifar10"], tmp_path / "test_batch", pixels, None, np.arange(10_000) % 10, classes)
+    with pytest.raises(DatasetIntegrityError, match=r"test_batch is not the published CIFAR10 dataset \(torchvision\)"):
+        check_published(SPECS["cifar10"], tmp_path / "test_batch", pixels, None, np.arange(9_999) % 10, classes)
+
+
 def test_corrupt_description_and_cifar_pickle_name_the_file(small_cache, tmp_path, cifar_writer):
     root = _copy(small_cache, tmp_path)
     description = _folder(root, 1120) / "description.xml"
@@ -214,35 +306,53 @@ def test_download_true_with_a_complete_read_only_cache_never_calls_openml(small_
     for path in paths:
         path.chmod(path.stat().st_mode & ~stat.S_IWUSR)
     try:
-        assert load_dataset("shuttle", cache_dir=root, download=True).n_rows == 42
+        assert load_dataset("shuttle", cache_dir=root, download=True, **STAND_IN).n_rows == 42
     finally:
         for path in paths:
             path.chmod(path.stat().st_mode | stat.S_IWUSR)
 
 
-def test_cli_download_asks_openml_by_id_once_for_arff_into_the_cache_dir(tmp_path, monkeypatch, capsys, openml_writer):
+def test_cli_download_asks_openml_by_id_once_for_arff_into_the_cache_dir(
+    tmp_path, monkeypatch, capsys, published_lookalikes
+):
     import openml
 
     calls = []
 
-    def fake_get_dataset(dataset_id, download_data=False, **kwargs):
+    def fake_get_dataset(dataset_id, download_data=False, **kwargs):  # "downloads" a file like the published one
         calls.append(dataset_id)
         assert isinstance(dataset_id, int) and download_data  # by integer id, never by name
         assert os.environ["OPENML_SKIP_PARQUET"] == "true" and openml.config.connection_n_retries == 1
         root = Path(openml.config.get_config_as_dict()["cachedir"])
-        openml_writer(root, dataset_id, [("a", "NUMERIC"), ("class", ["e", "p"])], [[1.0, "e"], [2.0, "p"]])
+        shutil.copytree(_folder(published_lookalikes, dataset_id), _folder(root, dataset_id))
 
     monkeypatch.setattr(openml.datasets, "get_dataset", fake_get_dataset)
     monkeypatch.delenv("OPENML_SKIP_PARQUET", raising=False)
     retries_before = openml.config.connection_n_retries
     assert cli.main(["download", "mushroom", "--cache-dir", str(tmp_path / "dl")]) == 0
     assert calls == [24]
-    assert "mushroom: 2 rows, 1 features, 2 classes" in capsys.readouterr().out
+    assert "mushroom: 8124 rows, 22 features, 2 classes" in capsys.readouterr().out
     assert (tmp_path / "dl" / "org" / "openml" / "www" / "datasets" / "24" / "dataset.arff").is_file()
     assert "OPENML_SKIP_PARQUET" not in os.environ and openml.config.connection_n_retries == retries_before
     with pytest.raises(SystemExit):
         cli.main(["download", "iris"])
     assert "invalid choice: 'iris'" in capsys.readouterr().err
+
+
+def test_cli_download_reports_a_download_that_is_not_the_published_dataset(
+    tmp_path, monkeypatch, capsys, openml_writer
+):
+    import openml
+
+    def fake_get_dataset(dataset_id, download_data=False, **kwargs):  # a two-row file that reads without error
+        root = Path(openml.config.get_config_as_dict()["cachedir"])
+        openml_writer(root, dataset_id, [("a", "NUMERIC"), ("class", ["e", "p"])], [[1.0, "e"], [2.0, "p"]])
+
+    monkeypatch.setattr(openml.datasets, "get_dataset", fake_get_dataset)
+    assert cli.main(["download", "mushroom", "--cache-dir", str(tmp_path / "dl")]) == 1
+    err = capsys.readouterr().err
+    assert f"{_folder(tmp_path / 'dl', 24) / 'dataset.arff'} is not the published Mushroom dataset" in err
+    assert "expected 8,124 rows, found 2" in err
 
 
 _CACHE_DIR_SCRIPT = """
