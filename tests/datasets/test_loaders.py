@@ -23,6 +23,7 @@ from bandit_gym.datasets import (
     DatasetFileError,
     DatasetIntegrityError,
     DatasetNotFoundError,
+    MissingDependencyError,
     load_dataset,
     resolve_cache_dir,
 )
@@ -116,6 +117,53 @@ def test_bad_arguments_name_the_argument_and_the_accepted_values(small_cache):
         load_dataset("mushroom", cache_dir=small_cache, encoding="dummy")
     with pytest.raises(ValueError, match=r"scaling must be one of .*got 'L2'"):
         load_dataset("mushroom", cache_dir=small_cache, scaling="L2")
+
+
+@pytest.mark.parametrize(
+    ("blocked", "name", "download"),
+    [("pandas", "shuttle", False), ("arff", "mushroom", False), ("torchvision", "cifar10", False),
+     ("openml", "magictelescope", True)],
+)
+def test_a_missing_optional_package_names_the_extra_to_install(small_cache, tmp_path, monkeypatch, blocked, name,
+                                                               download):
+    for module in [blocked, *(m for m in sys.modules if m.startswith(blocked + "."))]:
+        monkeypatch.setitem(sys.modules, module, None)  # importing it now raises, as if it were not installed
+    cache = tmp_path / "empty" if download else small_cache  # download: the cache lacks the data
+    with pytest.raises(MissingDependencyError) as info:
+        load_dataset(name, cache_dir=cache, download=download, **STAND_IN)
+    message = str(info.value)
+    assert 'pip install "bandit-gym[datasets]"' in message and blocked in message and info.value.name.split(".")[0] == blocked
+    assert isinstance(info.value, ModuleNotFoundError)  # what callers catch for a missing package
+
+
+_BASE_INSTALL_SCRIPT = """
+import sys
+for name in ("pandas", "openml", "sklearn", "torchvision", "arff"):
+    sys.modules[name] = None  # as if only the base install were there
+import gymnasium as gym
+import bandit_gym
+env = gym.make("LinearBandit-v0")
+env.reset(seed=0)
+env.step(0)
+import bandit_gym.datasets
+from bandit_gym.datasets.loaders import SPECS
+try:
+    gym.make("Shuttle-v0", cache_dir=sys.argv[1])
+except ImportError as exc:
+    print(type(exc).__name__, "|", exc)
+"""
+
+
+def test_base_install_imports_and_runs_synthetic_envs_and_dataset_envs_name_the_extra(small_cache):
+    out = subprocess.run(
+        [sys.executable, "-c", _BASE_INSTALL_SCRIPT, str(small_cache)],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    kind, message = out.stdout.strip().splitlines()[-1].split(" | ")
+    assert kind == "MissingDependencyError"
+    assert "The Shuttle dataset" in message and "pandas" in message
+    assert message.endswith('pip install "bandit-gym[datasets]"')
 
 
 def test_cache_dir_resolution_honours_keyword_then_openml_cache_dir(monkeypatch, tmp_path):
