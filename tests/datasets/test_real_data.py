@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
-from bandit_gym.datasets import load_dataset
+from bandit_gym.datasets import DatasetIntegrityError, load_dataset
+from bandit_gym.datasets.loaders import SPECS
 
 # Class counts from the UCI documentation, in arm order (declared class values: 1..7, g/h, e/p).
 KNOWN_COUNTS = {
@@ -23,6 +27,41 @@ def test_real_class_frequencies_match_uci(real_cache, name):
     data = load_dataset(name, cache_dir=real_cache)
     assert torch.bincount(data.labels).tolist() == KNOWN_COUNTS[name]
     torch.testing.assert_close(data.features.norm(dim=1), torch.ones(data.n_rows))  # L2 rows
+
+
+def _plain_text_figures(arff: Path) -> tuple[list[str], int, dict[str, int]]:
+    """Attribute names, data rows and rows per class of an ARFF file, by splitting its lines (no ARFF parser)."""
+    lines = arff.read_text().splitlines()
+    names = [line.split()[1].strip("'\"") for line in lines if line.upper().startswith("@ATTRIBUTE")]
+    rows = [line for line in lines[[line.upper() for line in lines].index("@DATA") + 1 :] if line.strip()]
+    labels = [row.rsplit(",", 1)[1].strip() for row in rows]
+    return names, len(rows), {c: labels.count(c) for c in sorted(set(labels))}
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_COUNTS))
+def test_published_figures_are_those_of_the_real_files(real_cache, name):
+    spec = SPECS[name]
+    arff = real_cache / "org" / "openml" / "www" / "datasets" / str(spec.openml_id) / "dataset.arff"
+    names, n_rows, per_class = _plain_text_figures(arff)
+    row_id = ["ID"] if name == "magictelescope" else []
+    assert names == [*row_id, *spec.feature_names, spec.target]
+    assert n_rows == spec.n_rows and per_class == dict(spec.class_counts)
+    assert [n for _, n in spec.class_counts] == KNOWN_COUNTS[name]  # and the UCI documentation's counts
+    data = load_dataset(name, cache_dir=real_cache)  # the check passes on the real files
+    assert data.n_rows == spec.n_rows and data.feature_names == spec.feature_names
+
+
+def test_real_magic_telescope_truncated_at_a_row_boundary_is_refused(real_cache, tmp_path):
+    # The issue's case: a partial file that ends on a complete row parses without error.
+    root = tmp_path / "cache"
+    shutil.copytree(real_cache, root)
+    arff = root / "org" / "openml" / "www" / "datasets" / "1120" / "dataset.arff"
+    lines = arff.read_text().splitlines()
+    arff.write_text("\n".join(lines[: lines.index("@DATA") + 1 + 3000]) + "\n")
+    with pytest.raises(DatasetIntegrityError, match=r"expected 19,020 rows, found 3,000") as info:
+        gym.make("MagicTelescope-v0", cache_dir=root)
+    assert str(info.value).startswith(f"{arff} is not the published MagicTelescope dataset (OpenML 1120)")
+    assert load_dataset("magictelescope", cache_dir=root, verify_checksums=False).n_rows == 3000
 
 
 @pytest.mark.parametrize("env_id", sorted(SHAPES))
