@@ -1,0 +1,241 @@
+"""The ``bandit-gym`` command line: one argparse subcommand per verb.
+
+    bandit-gym demo [--env ID] [--rounds T] [--seeds R] [--agents NAME ...] [--quiet]
+    bandit-gym envs
+    bandit-gym agents
+    bandit-gym download NAME [NAME ...] [--cache-dir DIR]
+    bandit-gym --version
+
+Each verb imports what it needs only when it runs: ``bandit-gym download`` never imports
+the agents, and ``bandit-gym --help`` needs no optional package. A bad value prints one
+line, ``bandit-gym VERB: error: ...``, and exits with status 2; a missing optional package
+names the extra that installs it (exit status 1).
+
+To add a verb, write ``_add_<verb>(subparsers)`` that registers its parser with
+``set_defaults(run=<function taking the parsed args, returning an exit code>)``
+and call it in :func:`build_parser`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+from experiments import catalog
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line: ``PROG: error: MESSAGE (see PROG --help)``."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _count(text: str) -> int:
+    """An integer >= 1 (seeds, rounds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
+
+def _checked(check):
+    """An argparse type from a ``catalog.check_*`` function (its ValueError becomes the one-line error)."""
+
+    def convert(text: str) -> str:
+        try:
+            return check(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = check.__name__
+    return convert
+
+
+# -- demo -----------------------------------------------------------------------------------
+def _add_demo(subparsers: argparse._SubParsersAction) -> None:
+    from experiments import demo
+
+    parser = subparsers.add_parser(
+        "demo", help="run the default experiment: a few agents on LinearBandit-v0, regret per agent",
+        description="Run a few agents on one env, many seeds as one batch, and print each agent's cumulative "
+        "regret (mean +- standard error over the seeds) and wall time.",
+    )
+    parser.add_argument("--env", default=demo.DEFAULT_ENV, type=_checked(catalog.check_env_id),
+                        help=f"a registered env id (default {demo.DEFAULT_ENV}; see `bandit-gym envs`)")
+    parser.add_argument("--rounds", type=_count, default=None, help="rounds per run (default: the env's horizon)")
+    parser.add_argument("--seeds", type=_count, default=demo.DEFAULT_SEEDS,
+                        help=f"independent runs, played as one batch (default {demo.DEFAULT_SEEDS})")
+    parser.add_argument("--agents", nargs="+", metavar="NAME", default=list(demo.DEFAULT_AGENTS),
+                        type=_checked(catalog.check_agent_name),
+                        help=f"agent class names (default {' '.join(demo.DEFAULT_AGENTS)}; see `bandit-gym agents`)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway off a terminal)")
+    parser.set_defaults(run=_run_demo)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from experiments import demo
+
+    progress = not args.quiet and sys.stderr.isatty()
+    if progress and not demo.progress_bar_available():
+        print('(no progress bars: tqdm is not installed; pip install "bandit-gym[experiments]")', file=sys.stderr)
+        progress = False
+    rounds = args.rounds if args.rounds is not None else demo.default_rounds(args.env)
+    print(f"{args.env}: {args.seeds} seeds x {rounds} rounds per agent, each agent's runs as one batch", flush=True)
+    print(demo.explanation(rounds, args.seeds, args.agents), flush=True)
+    for name in args.agents:
+        result = demo.play(args.env, name, rounds=rounds, seeds=args.seeds, progress=progress)
+        print(demo.format_row(result), flush=True)
+    return 0
+
+
+# -- envs and agents ------------------------------------------------------------------------
+def _add_envs(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("envs", help="list the registered envs with their shapes",
+                                   description="List the env ids that `import bandit_gym` registers, with the "
+                                   "number of arms, the feature dimension and the horizon.")
+    parser.set_defaults(run=_run_envs)
+
+
+def _run_envs(args: argparse.Namespace) -> int:
+    print(f"{'id':<22}{'arms':>6}{'dim':>6}{'horizon':>9}")
+    for env_id in catalog.env_ids():
+        info = catalog.describe_env(env_id)
+        if info.dataset is not None:
+            print(f"{env_id:<22}  shapes come from the data (fill the cache: bandit-gym download {info.dataset}); "
+                  "horizon: rows, at most 10000")
+        else:
+            print(f"{env_id:<22}{info.n_arms:>6}{info.dim:>6}{info.horizon:>9}")
+    print("Make one with gym.make(ID) after `import bandit_gym`; every keyword of docs/envs.md can be changed there.")
+    return 0
+
+
+def _add_agents(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("agents", help="list the agents and their hyperparameters with defaults",
+                                   description="List the agent classes of the `agents` package and their "
+                                   "hyperparameters with defaults (None: derived from the env or other settings).")
+    parser.set_defaults(run=_run_agents)
+
+
+def _run_agents(args: argparse.Namespace) -> int:
+    for name, cls in catalog.agent_classes().items():
+        summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        print(f"{name}: {summary}")
+        hyperparameters = catalog.agent_hyperparameters(cls)
+        print("    " + ("  ".join(f"{key}={value!r}" for key, value in hyperparameters.items()) or "(none)"))
+    return 0
+
+
+# -- download -------------------------------------------------------------------------------
+def _add_download(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "download",
+        help="download real datasets into a cache directory (run it where there is internet access)",
+        description=(
+            "Download datasets into a cache directory that the dataset envs read with no network. "
+            "OpenML data go to DIR/org/openml/www/datasets/<id>/ (openml's layout; point OPENML_CACHE_DIR "
+            "or cache_dir= at DIR); CIFAR10 goes to DIR/cifar-10-batches-py/ (torchvision's layout; "
+            "point BANDIT_GYM_CIFAR10_ROOT or cache_dir= at DIR). Copy DIR to machines without internet. "
+            'Needs the datasets extra: pip install "bandit-gym[datasets]".'
+        ),
+    )
+    parser.add_argument("names", nargs="+", metavar="NAME",
+                        help="shuttle, magictelescope, mushroom, covertype or cifar10")
+    parser.add_argument(
+        "--cache-dir", default=None,
+        help="target directory (default: OPENML_CACHE_DIR or openml's cache; for cifar10 BANDIT_GYM_CIFAR10_ROOT "
+        "or ~/.cache/bandit_gym/torchvision)",
+    )
+    parser.set_defaults(run=_run_download, parser=parser)
+
+
+def _run_download(args: argparse.Namespace) -> int:
+    from bandit_gym.datasets.errors import DatasetFileError, DatasetNotFoundError
+    from bandit_gym.datasets.loaders import SPECS, download_dataset, load_dataset
+
+    for name in args.names:
+        if name not in SPECS:
+            args.parser.error(f"argument NAME: invalid choice: {name!r} (choose from {', '.join(sorted(SPECS))})")
+    status = 0
+    for name in args.names:
+        start = time.perf_counter()
+        try:
+            folder = download_dataset(name, args.cache_dir)
+            data = load_dataset(name, cache_dir=args.cache_dir)  # check that it reads back
+        except (DatasetNotFoundError, DatasetFileError) as exc:
+            print(f"bandit-gym download: error: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        print(
+            f"{name}: {data.n_rows} rows, {data.dim} features, {len(data.class_names)} classes "
+            f"in {folder} ({time.perf_counter() - start:.1f} s)"
+        )
+    return status
+
+
+# -- the command ----------------------------------------------------------------------------
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bandit-gym")
+    except PackageNotFoundError:  # run from a checkout that is not installed
+        import bandit_gym
+
+        return bandit_gym.__version__
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: looked up only when asked for."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="print the installed version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"bandit-gym {_version()}")
+        parser.exit(0)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="bandit-gym",
+        description="Contextual bandits as Gymnasium environments, with LMC-TS and its baselines as batched agents.",
+        epilog="Start with `bandit-gym demo`. Docs: README.md and docs/ in the source repository.",
+    )
+    parser.add_argument("--version", action=_VersionAction)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_demo(subparsers)
+    _add_envs(subparsers)
+    _add_agents(subparsers)
+    _add_download(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    prog = f"bandit-gym {args.command}"
+    try:
+        return args.run(args)
+    except ModuleNotFoundError as exc:
+        message = catalog.missing_extra_message(exc)
+        if message is None:
+            raise
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return 1
+    except (ValueError, FileNotFoundError) as exc:  # the library's errors name the argument and what is accepted
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""The ``bandit-gym`` command line: its verbs, and one clear line for every bad value."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from importlib.metadata import version
+
+import gymnasium as gym
+import pytest
+
+import bandit_gym
+from experiments import cli, demo
+
+
+def _fails(capsys, argv: list[str], status: int = 2) -> str:
+    """Run a command that must fail; return its one-line error message (no traceback, no usage block)."""
+    with pytest.raises(SystemExit) as info:
+        cli.main(argv)
+    assert info.value.code == status
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    return lines[0]
+
+
+def test_demo_prints_a_row_per_agent_with_the_numbers_play_computes(capsys):
+    assert cli.main(["demo", "--rounds", "60", "--seeds", "3", "--agents", "UniformRandom", "LinUCB"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "LinearBandit-v0: 3 seeds x 60 rounds per agent, each agent's runs as one batch"
+    assert out[1] == demo.explanation(60, 3, ["UniformRandom", "LinUCB"])
+    assert len(out) == 4
+    for line, name in zip(out[2:], ["UniformRandom", "LinUCB"]):
+        printed_mean, printed_error = (float(x) for x in re.fullmatch(
+            rf"\s+{name}\s+([\d.]+) \+-\s+([\d.]+)\s+[\d.]+ s", line).groups())
+        result = demo.play("LinearBandit-v0", name, rounds=60, seeds=3)  # same seeds: the same numbers
+        assert printed_mean == pytest.approx(result.mean, abs=0.051)  # printed with one decimal
+        assert printed_error == pytest.approx(result.standard_error, abs=0.051)
+
+
+def test_demo_with_one_seed_prints_no_standard_error(capsys):
+    assert cli.main(["demo", "--rounds", "20", "--seeds", "1", "--agents", "UniformRandom"]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out and "+-" not in out and "one seed" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["demo", "--seeds", "0"], "bandit-gym demo: error: argument --seeds: must be an integer >= 1, got 0"),
+        (["demo", "--rounds", "ten"], "bandit-gym demo: error: argument --rounds: must be an integer >= 1, got 'ten'"),
+        (["demo", "--agents", "LinUBC"], "bandit-gym demo: error: argument --agents: unknown agent 'LinUBC'; "
+                                         "did you mean 'LinUCB'?"),
+        (["demo", "--env", "LinearBandit-v1"], "bandit-gym demo: error: argument --env: unknown env "
+                                               "'LinearBandit-v1'; did you mean 'LinearBandit-v0'?"),
+        (["demo", "--env", "Hopper-v4"], "bandit-gym demo: error: argument --env: unknown env 'Hopper-v4' (accepted: "),
+        (["download", "iris"], "bandit-gym download: error: argument NAME: invalid choice: 'iris'"),
+        (["nope"], "bandit-gym: error: argument COMMAND: invalid choice: 'nope'"),
+    ],
+)
+def test_bad_values_get_one_clear_line(capsys, argv, message):
+    line = _fails(capsys, argv)
+    assert line.startswith(message), line
+    assert "Hopper" not in line or argv[-1] == "Hopper-v4"  # bandit-gym's ids only, never Gymnasium's others
+
+
+def test_unknown_env_lists_only_bandit_gym_ids(capsys):
+    line = _fails(capsys, ["demo", "--env", "Hopper-v4"])
+    accepted = re.search(r"\(accepted: ([^)]*)\)", line).group(1).split(", ")
+    assert accepted == list(bandit_gym.ENV_IDS)
+
+
+def test_agents_lists_agents_with_hyperparameter_defaults_and_nothing_else(capsys):
+    import agents
+
+    assert cli.main(["agents"]) == 0
+    out = capsys.readouterr().out
+    names = re.findall(r"^(\w+):", out, flags=re.MULTILINE)
+    assert "LMCTS" in names and "UniformRandom" in names
+    assert not {"BanditAgent", "DivergenceError", "LangevinOptimizer"} & set(names)
+    assert all(issubclass(getattr(agents, name), agents.BanditAgent) for name in names)
+    lmcts_block = out.split("LMCTS:")[1].split("\n")[1]
+    assert "n_inner_steps=100" in lmcts_block and "seed=" not in lmcts_block and "device=" not in lmcts_block
+
+
+def test_envs_lists_every_registered_id_with_the_shapes_gym_make_gives(capsys):
+    assert cli.main(["envs"]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:-1]}
+    assert list(rows) == list(bandit_gym.ENV_IDS)
+    env = gym.make("LinearBanditFixed-v0")
+    n_arms, dim = env.observation_space.shape
+    assert rows["LinearBanditFixed-v0"].split()[1:] == [str(n_arms), str(dim), str(env.unwrapped.horizon)]
+    assert "bandit-gym download shuttle" in rows["Shuttle-v0"]
+
+
+def test_version_is_the_installed_distribution(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"bandit-gym {version('bandit-gym')}\n"
+
+
+def test_no_command_prints_the_verbs_and_fails(capsys):
+    assert cli.main([]) == 2
+    err = capsys.readouterr().err
+    assert all(verb in err for verb in ("demo", "envs", "agents", "download"))
+
+
+def test_python_dash_m_experiments_is_the_command():
+    out = subprocess.run([sys.executable, "-m", "experiments", "demo", "--seeds", "0"], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.startswith("bandit-gym demo: error: argument --seeds")

@@ -1,0 +1,83 @@
+"""Layers: bandit_gym imports neither agents nor experiments; agents does not import experiments;
+each command imports only what it needs, and a missing optional package names its extra."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _imported_top_level_modules(package: str) -> dict[str, set[str]]:
+    """Top-level module names imported anywhere (also inside functions) in each file of ``package``."""
+    found = {}
+    for path in sorted((ROOT / package).rglob("*.py")):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+        found[str(path.relative_to(ROOT))] = names
+    return found
+
+
+@pytest.mark.parametrize(("package", "forbidden"), [("bandit_gym", {"agents", "experiments"}),
+                                                     ("agents", {"experiments"})])
+def test_lower_layers_never_import_upper_ones(package, forbidden):
+    offenders = {path: names & forbidden for path, names in _imported_top_level_modules(package).items()
+                 if names & forbidden}
+    assert offenders == {}
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+def test_download_does_not_import_the_agents():
+    out = _run(
+        "import sys\n"
+        "from experiments import cli\n"
+        "try:\n"
+        "    cli.main(['download', 'iris'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "assert 'bandit_gym.datasets.loaders' in sys.modules  # the verb ran up to the name check\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'agents'))\n"
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+# Simulates an install without the datasets and experiments extras: importing them fails as if absent.
+_WITHOUT_EXTRAS = (
+    "import sys\n"
+    "class Absent:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] in {'pandas', 'openml', 'arff', 'sklearn', 'torchvision', 'tqdm', 'matplotlib'}:\n"
+    "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+    "sys.meta_path.insert(0, Absent())\n"
+    "from experiments import cli\n"
+)
+
+
+@pytest.mark.parametrize("argv", [["download", "mushroom"], ["demo", "--env", "Shuttle-v0"]])
+def test_a_missing_extra_is_named(argv):
+    out = _run(_WITHOUT_EXTRAS + f"sys.exit(cli.main({argv!r}))\n")
+    assert out.returncode == 1, out.stderr
+    (line,) = out.stderr.splitlines()  # one line, no traceback
+    assert line.startswith(f"bandit-gym {argv[0]}: error: ") and "pandas" in line
+    assert 'pip install "bandit-gym[datasets]"' in line
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["demo", "--help"], ["download", "--help"], ["agents"], ["envs"],
+                                  ["demo", "--rounds", "5", "--seeds", "2", "--agents", "LinUCB"]])
+def test_commands_that_need_no_extra_work_without_them(argv):
+    out = _run(_WITHOUT_EXTRAS + f"sys.exit(cli.main({argv!r}))\n")
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
