@@ -12,10 +12,8 @@ See ``docs/datasets.md`` for the preprocessing.
 from __future__ import annotations
 
 import os
-import platform
-import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +26,7 @@ from bandit_gym.datasets.errors import (
     DatasetNotFoundError,
     import_optional,
 )
+from bandit_gym.datasets.tabular import LoadedDataset, check_options, preprocess, scale
 
 
 @dataclass(frozen=True)
@@ -58,8 +57,8 @@ _MUSHROOM_ATTRIBUTES = (
     "stalk-color-above-ring", "stalk-color-below-ring", "veil-type", "veil-color", "ring-number", "ring-type",
     "spore-print-color", "population", "habitat",
 )
-_MAGIC_ATTRIBUTES = tuple(
-    f"{n}:" for n in ("fLength", "fWidth", "fSize", "fConc", "fConc1", "fAsym", "fM3Long", "fM3Trans", "fAlpha", "fDist")
+_MAGIC_ATTRIBUTES = (
+    "fLength:", "fWidth:", "fSize:", "fConc:", "fConc1:", "fAsym:", "fM3Long:", "fM3Trans:", "fAlpha:", "fDist:",
 )
 _CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 SPECS: dict[str, DatasetSpec] = {
@@ -73,46 +72,17 @@ SPECS: dict[str, DatasetSpec] = {
             "magictelescope", "MagicTelescope", 1120, 2, 19_020, 10, _MAGIC_ATTRIBUTES, "class:",
             (("g", 12332), ("h", 6688)),
         ),
-        DatasetSpec("mushroom", "Mushroom", 24, 2, 8_124, 22, _MUSHROOM_ATTRIBUTES, "class", (("e", 4208), ("p", 3916))),
+        DatasetSpec(
+            "mushroom", "Mushroom", 24, 2, 8_124, 22, _MUSHROOM_ATTRIBUTES, "class", (("e", 4208), ("p", 3916)),
+        ),
         DatasetSpec("covertype", "Covertype", 1596, 7, 581_012, 54),
-        DatasetSpec("cifar10", "CIFAR10", None, 10, 10_000, 3072, class_counts=tuple((c, 1000) for c in _CIFAR10_CLASSES)),
+        DatasetSpec(
+            "cifar10", "CIFAR10", None, 10, 10_000, 3072, class_counts=tuple((c, 1000) for c in _CIFAR10_CLASSES),
+        ),
     )
 }
-ENCODINGS = ("ordinal", "onehot")
-SCALINGS = ("l2", "standardize", "none")
 #: Environment variable for CIFAR10's torchvision ``root`` (OpenML data use ``OPENML_CACHE_DIR``).
 CIFAR10_ROOT_ENV_VAR = "BANDIT_GYM_CIFAR10_ROOT"
-
-
-@dataclass(eq=False)
-class LoadedDataset:
-    """A preprocessed dataset shared by every env of the process that uses it."""
-
-    name: str
-    features: torch.Tensor  # (N, d) float32, CPU
-    labels: torch.Tensor  # (N,) int64 arm indices
-    class_names: tuple[str, ...]  # class_names[j] is the label of arm j
-    feature_names: tuple[str, ...]
-    source: Path
-    feature_low: float
-    feature_high: float
-    _by_device: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict, repr=False)
-
-    @property
-    def n_rows(self) -> int:
-        return self.features.shape[0]
-
-    @property
-    def dim(self) -> int:
-        return self.features.shape[1]
-
-    def on(self, device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(features, labels)`` on ``device``, copied there once and then shared."""
-        device = torch.device(device)
-        with _LOCK:
-            if device not in self._by_device:
-                self._by_device[device] = (self.features.to(device), self.labels.to(device))
-            return self._by_device[device]
 
 
 _CACHE: dict[tuple, LoadedDataset] = {}
@@ -139,33 +109,7 @@ def resolve_cache_dir(name: str, cache_dir: str | os.PathLike | None = None) -> 
         return Path(os.environ.get(CIFAR10_ROOT_ENV_VAR, "~/.cache/bandit_gym/torchvision")).expanduser()
     if "OPENML_CACHE_DIR" in os.environ:
         return Path(os.environ["OPENML_CACHE_DIR"]).expanduser()
-    return _openml_default_cache_dir()
-
-
-def _openml_default_cache_dir() -> Path:
-    """openml's cache directory without importing openml (a 2-4 s import), as openml 0.15 resolves it.
-
-    If openml is already imported its live configuration wins; else its config file's ``cachedir``;
-    else ``$XDG_CACHE_HOME/openml`` or ``~/.cache/openml`` (``~/.openml`` off Linux).
-    """
-    if "openml" in sys.modules:
-        return Path(sys.modules["openml"].config.get_config_as_dict()["cachedir"]).expanduser()
-    linux = platform.system().lower() == "linux"
-    if linux:
-        config_home = Path(os.environ.get("XDG_CONFIG_HOME", "~/.config")).expanduser()
-        config_file = config_home / "openml" / "config"
-    else:
-        config_file = Path("~/.openml/config").expanduser()
-    try:
-        for line in config_file.read_text().splitlines():
-            key, sep, value = line.partition("=")
-            if sep and key.strip() == "cachedir" and value.strip():
-                return Path(value.strip()).expanduser()
-    except OSError:
-        pass
-    if not linux:
-        return Path("~/.openml").expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "openml"
+    return _openml_files.default_cache_dir()
 
 
 def load_dataset(
@@ -197,10 +141,7 @@ def load_dataset(
         DatasetFileError: A file is damaged; :class:`DatasetIntegrityError`: it is not the published dataset.
     """
     spec = get_spec(name)
-    if encoding not in ENCODINGS:
-        raise ValueError(f"encoding must be one of {ENCODINGS}, got {encoding!r}")
-    if scaling not in SCALINGS:
-        raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
+    check_options(encoding, scaling)
     _require_packages(spec)
     root = resolve_cache_dir(spec.name, cache_dir).resolve()
     key = (spec.name, str(root), encoding, scaling, bool(verify_checksums))
@@ -212,10 +153,14 @@ def load_dataset(
                 from bandit_gym.datasets import _cifar
 
                 x, y, classes, source = _cifar.load_cifar10_test(root, verify_checksums, _missing_message(spec, root))
-                names, low, high = tuple(f"pixel{i}" for i in range(x.shape[1])), -1.0, 1.0
+                names = tuple(f"pixel{i}" for i in range(x.shape[1]))
                 if verify_checksums:
                     check_published(spec, source, names, None, y, classes)
-                x, low, high = _scale(x, scaling, low, high)
+                x, low, high = scale(x, scaling, -1.0, 1.0)
+                data = LoadedDataset(
+                    spec.name, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)),
+                    torch.from_numpy(np.asarray(y, dtype=np.int64)), tuple(classes), names, source, low, high,
+                )
             else:
                 if not is_cached(spec.name, root):
                     raise DatasetNotFoundError(_missing_message(spec, root))
@@ -224,15 +169,15 @@ def load_dataset(
                 table = _openml_files.read_table(folder, spec.openml_id, path, verify_md5=verify_checksums)
                 if verify_checksums:
                     check_published(spec, path, table.feature_names, table.target, table.labels, table.class_names)
-                x, names = _encode(table, encoding)
-                x, low, high = _scale(x, scaling, -np.inf, np.inf)
-                y, classes, source = table.labels, table.class_names, path
-            if len(classes) != spec.n_classes:
-                raise DatasetFileError(f"{source}: {spec.title} should have {spec.n_classes} classes, found {classes}")
-            _CACHE[key] = LoadedDataset(
-                spec.name, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)),
-                torch.from_numpy(np.asarray(y, dtype=np.int64)), tuple(classes), tuple(names), source, low, high,
-            )
+                data = preprocess(  # the named datasets impute (Mushroom's missing stalk-root is a value)
+                    table, name=spec.name, source=path, encoding=encoding, scaling=scaling, missing="impute",
+                    column_word=f"{path}: attribute", label_word=f"{path}: the class attribute",
+                )
+            if len(data.class_names) != spec.n_classes:
+                raise DatasetFileError(
+                    f"{data.source}: {spec.title} should have {spec.n_classes} classes, found {list(data.class_names)}"
+                )
+            _CACHE[key] = data
         return _CACHE[key]
 
 
@@ -274,7 +219,7 @@ def check_published(
     if len(labels) != spec.n_rows:
         problems.append(f"{spec.n_rows:,} rows, found {len(labels):,}")
     counts = np.bincount(np.asarray(labels, dtype=np.int64), minlength=len(class_names)).tolist()
-    found = tuple(zip((str(c) for c in class_names), counts))
+    found = tuple(zip((str(c) for c in class_names), counts, strict=True))
     if spec.class_counts is not None and found != spec.class_counts:
         problems.append(f"rows per class {dict(spec.class_counts)}, found {dict(found)}")
     elif len(class_names) != spec.n_classes:
@@ -314,40 +259,6 @@ def _missing_message(spec: DatasetSpec, root: Path) -> str:
         f"asked: on a machine with internet access run `bandit-gym download {spec.name} --cache-dir DIR` "
         f"(or pass download=True), then copy DIR to this machine and pass cache_dir=DIR or set {variable}=DIR."
     )
-
-
-def _encode(table: _openml_files.RawTable, encoding: str) -> tuple[np.ndarray, list[str]]:
-    """Numeric columns as they are (missing: the column mean); nominal ones encoded.
-
-    Ordinal: the index of the value in the attribute's declared value list, missing as one more
-    value after the declared ones. One-hot: one 0/1 column per declared value, missing as all zeros.
-    """
-    blocks, names = [], []
-    for name, values, categories in zip(table.feature_names, table.columns, table.categories, strict=True):
-        if categories is None:
-            observed = values[~np.isnan(values)]
-            fill = observed.mean() if observed.size else 0.0
-            blocks.append(np.where(np.isnan(values), fill, values)[:, None])
-            names.append(name)
-        elif encoding == "ordinal":
-            blocks.append(np.where(values < 0, len(categories), values).astype(np.float64)[:, None])
-            names.append(name)
-        else:
-            blocks.append((values[:, None] == np.arange(len(categories))[None, :]).astype(np.float64))
-            names.extend(f"{name}={c}" for c in categories)
-    return np.concatenate(blocks, axis=1), names  # (N, d)
-
-
-def _scale(x: np.ndarray, scaling: str, low: float, high: float) -> tuple[np.ndarray, float, float]:
-    """Apply ``scaling`` in float64; return the data and the bounds of its values."""
-    x = np.asarray(x, dtype=np.float64)
-    if scaling == "l2":  # |x_i| <= ||x|| so every value is in [-1, 1]; all-zero rows stay zero
-        norms = np.linalg.norm(x, axis=1, keepdims=True)  # (N, 1)
-        return x / np.where(norms > 0, norms, 1.0), -1.0, 1.0
-    if scaling == "standardize":  # constant columns become 0
-        std = x.std(axis=0)
-        return (x - x.mean(axis=0)) / np.where(std > 0, std, 1.0), -np.inf, np.inf
-    return x, low, high
 
 
 def download_dataset(name: str, cache_dir: str | os.PathLike | None = None) -> Path:

@@ -29,7 +29,6 @@ from bandit_gym.datasets import (
 )
 from bandit_gym.datasets.loaders import SPECS, check_published
 
-
 #: The small stand-ins of conftest.py are not the published datasets: load them without the integrity check.
 STAND_IN = {"verify_checksums": False}
 
@@ -132,7 +131,8 @@ def test_a_missing_optional_package_names_the_extra_to_install(small_cache, tmp_
     with pytest.raises(MissingDependencyError) as info:
         load_dataset(name, cache_dir=cache, download=download, **STAND_IN)
     message = str(info.value)
-    assert 'pip install "bandit-gym[datasets]"' in message and blocked in message and info.value.name.split(".")[0] == blocked
+    assert 'pip install "bandit-gym[datasets]"' in message and blocked in message
+    assert info.value.name.split(".")[0] == blocked
     assert isinstance(info.value, ModuleNotFoundError)  # what callers catch for a missing package
 
 
@@ -285,7 +285,8 @@ def _drop_attribute(text: str, index: int) -> str:
          r"per class \{'g': 12332, 'h': 6688\}, found \{'g': \d+, 'h': \d+\}"),
         ("shuttle", lambda t: _relabel_first_row(t, "6"), r"expected rows per class \{'1': 45586, .*'6': 10, "
          r"'7': 13\}, found \{'1': \d+, .*'6': 11, '7': 13\}"),
-        ("mushroom", lambda t: _drop_attribute(t, 3), r"expected 22 feature columns, found 21: missing \['bruises%3F'\]"),
+        ("mushroom", lambda t: _drop_attribute(t, 3),
+         r"expected 22 feature columns, found 21: missing \['bruises%3F'\]"),
     ],
 )
 def test_a_file_that_is_not_the_published_dataset_is_refused(published_lookalikes, tmp_path, name, damage, found):

@@ -61,7 +61,9 @@ def test_real_magic_telescope_truncated_at_a_row_boundary_is_refused(real_cache,
     with pytest.raises(DatasetIntegrityError, match=r"expected 19,020 rows, found 3,000") as info:
         gym.make("MagicTelescope-v0", cache_dir=root)
     assert str(info.value).startswith(f"{arff} is not the published MagicTelescope dataset (OpenML 1120)")
-    assert load_dataset("magictelescope", cache_dir=root, verify_checksums=False).n_rows == 3000
+    # Its first 12,332 rows are class g: a copy cut at 15,000 rows loads on purpose with verify_checksums=False.
+    arff.write_text("\n".join(lines[: lines.index("@DATA") + 1 + 15000]) + "\n")
+    assert load_dataset("magictelescope", cache_dir=root, verify_checksums=False).n_rows == 15000
 
 
 @pytest.mark.parametrize("env_id", sorted(SHAPES))
