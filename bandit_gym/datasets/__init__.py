@@ -23,6 +23,7 @@ from bandit_gym.datasets.errors import (
     MissingDependencyError,
 )
 from bandit_gym.datasets.loaders import SPECS, LoadedDataset, download_dataset, load_dataset, resolve_cache_dir
+from bandit_gym.datasets.user_data import prepare_dataset
 
 #: Registered ids of the dataset envs (they need their data on disk: see ``bandit-gym download``).
 DATASET_ENV_IDS = ("Shuttle-v0", "MagicTelescope-v0", "Mushroom-v0", "Covertype-v0", "CIFAR10-v0")
@@ -40,5 +41,6 @@ __all__ = [
     "MissingDependencyError",
     "download_dataset",
     "load_dataset",
+    "prepare_dataset",
     "resolve_cache_dir",
 ]

@@ -131,10 +131,11 @@ def preprocess(
         if missing == "drop":
             keep &= ~gaps
     dropped = not keep.all()
-    if dropped:
-        table = Table(table.feature_names, [c[keep] for c in table.columns], table.categories, labels[keep],
-                      table.class_names)
-        labels = labels[keep]
+    if dropped:  # classes left without rows are no arms
+        present = np.unique(labels[keep])  # (K',) sorted codes
+        labels = np.searchsorted(present, labels[keep]).astype(np.int64)
+        table = Table(table.feature_names, [c[keep] for c in table.columns], table.categories, labels,
+                      [table.class_names[i] for i in present])
     if len(labels) == 0:
         raise ValueError(f"{label_word} has no rows" + (" left after dropping missing values" if dropped else ""))
     present = np.unique(labels)

@@ -184,3 +184,8 @@ def cifar_writer():
 @pytest.fixture
 def mushroom_rows() -> list[list[str]]:
     return MUSHROOM_ROWS
+
+
+@pytest.fixture
+def mushroom_attributes() -> list[tuple[str, list[str]]]:
+    return MUSHROOM_ATTRIBUTES
