@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,6 +40,7 @@ def test_batched_numpy_floor_learns_on_the_envs_draws():
     assert np.array_equal(run_batched(3, rounds=500)[0], regret)
 
 
+@pytest.mark.slow  # a subprocess that imports and compiles everything (about 30 s)
 def test_linear_paper_prints_every_row():
     out = subprocess.run(
         [sys.executable, "benchmarks/linear_paper.py", "--rounds", "30", "--seeds", "2", "--agents", "LinUCB", "LinTS",
