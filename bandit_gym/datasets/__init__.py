@@ -22,7 +22,14 @@ from bandit_gym.datasets.errors import (
     DatasetNotFoundError,
     MissingDependencyError,
 )
-from bandit_gym.datasets.loaders import SPECS, LoadedDataset, download_dataset, load_dataset, resolve_cache_dir
+from bandit_gym.datasets.loaders import (
+    SPECS,
+    LoadedDataset,
+    download_dataset,
+    load_dataset,
+    load_openml,
+    resolve_cache_dir,
+)
 from bandit_gym.datasets.user_data import prepare_dataset
 
 #: Registered ids of the dataset envs (they need their data on disk: see ``bandit-gym download``).
@@ -41,6 +48,7 @@ __all__ = [
     "MissingDependencyError",
     "download_dataset",
     "load_dataset",
+    "load_openml",
     "prepare_dataset",
     "resolve_cache_dir",
 ]

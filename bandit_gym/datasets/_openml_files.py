@@ -51,6 +51,7 @@ class RawTable(Table):
 
     path: Path | None = None
     target: str = ""
+    title: str | None = None  # the description's name
 
 
 def dataset_dir(root: Path, dataset_id: int) -> Path:
@@ -105,42 +106,57 @@ def read_description(path: Path) -> dict[str, object]:
         node = root.find(_NS + tag)
         return node.text.strip() if node is not None and node.text else None
 
-    target = text("default_target_attribute")
-    if target is None:
-        raise DatasetFileError(f"{path}: the description names no default_target_attribute")
     return {
         "name": text("name"),
-        "target": target,
+        "target": text("default_target_attribute"),
         "row_id": text("row_id_attribute"),
         "ignore": [n.text.strip() for n in root.findall(_NS + "ignore_attribute") if n.text],
         "md5": text("md5_checksum"),
     }
 
 
-def read_table(folder: Path, dataset_id: int, path: Path, verify_md5: bool = True) -> RawTable:
-    """Read the dataset in ``folder`` whose data file is ``path``.
+def read_table(
+    folder: Path, dataset_id: int, path: Path, verify_md5: bool = True, target: str | None = None
+) -> RawTable:
+    """Read the dataset in ``folder`` whose data file is ``path``; the class attribute is ``target``.
 
     With ``verify_md5``, an ARFF file is checked against the md5 sum of ``description.xml`` if it has one.
+    ``target`` None: the description's ``default_target_attribute``. A numeric class attribute must
+    hold integers (classes); anything else is refused as a regression target.
     """
     description = read_description(folder / "description.xml")
+    origin = "the target argument" if target is not None else "description.xml"
+    target = target if target is not None else description["target"]
+    if target is None:
+        raise DatasetFileError(
+            f"{folder / 'description.xml'}: the description names no default_target_attribute; pass target="
+        )
     if path.suffix == ".arff":
         if verify_md5 and description["md5"]:
             _check_md5(path, description["md5"])
         names, kinds, frame = _read_arff(path)
     else:
         names, kinds, frame = _read_parquet(path)
-    drop = {description["row_id"], *description["ignore"]} - {None}
-    target = description["target"]
+    drop = {description["row_id"], *description["ignore"]} - {None, target}
     if target not in names:
-        raise DatasetFileError(f"{path}: target attribute {target!r} (from description.xml) is not among {names}")
-    table = RawTable([], [], [], np.empty(0, np.int64), [], path=path, target=target)
+        raise DatasetFileError(f"{path}: target attribute {target!r} (from {origin}) is not among {names}")
+    table = RawTable([], [], [], np.empty(0, np.int64), [], path=path, target=target, title=description["name"])
     for name, kind in zip(names, kinds, strict=True):
         if name in drop:
             continue
         values, categories = _convert(path, name, kind, frame[name])
         if name == target:
-            if categories is None:  # a numeric target: classes are its distinct values
-                classes, values = np.unique(values, return_inverse=True)
+            if categories is None:  # a numeric target: classes are its distinct values, which must be integers
+                known = values[~np.isnan(values)]
+                fractional = known[known != np.round(known)]
+                if fractional.size:
+                    raise ValueError(
+                        f"{path}: the target attribute {target!r} holds {fractional[0]:g}, not a class label "
+                        "(a regression dataset?); pass target= a nominal or integer attribute"
+                    )
+                classes = np.unique(known)
+                codes = np.searchsorted(classes, np.nan_to_num(values, nan=0.0))
+                values = np.where(np.isnan(values), -1, codes)
                 categories = [f"{c:g}" for c in classes]
             if (values < 0).any():
                 row = int(np.argmax(values < 0))

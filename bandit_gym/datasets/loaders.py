@@ -13,87 +13,27 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from bandit_gym.datasets import _openml_files
-from bandit_gym.datasets.errors import (
-    DatasetFileError,
-    DatasetIntegrityError,
-    DatasetNotFoundError,
-    import_optional,
-)
+from bandit_gym.datasets.errors import DatasetFileError, DatasetNotFoundError, import_optional
+from bandit_gym.datasets.published import SPECS, DatasetSpec, check_published, get_spec
 from bandit_gym.datasets.tabular import LoadedDataset, check_options, preprocess, scale
+from bandit_gym.validation import check_bool, check_int
 
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    """Where a dataset comes from, and what its published version holds (checked on every load).
-
-    ``feature_names``, ``target`` and ``class_counts`` are None where only the counts are published.
-    """
-
-    name: str
-    title: str
-    openml_id: int | None  # None: torchvision
-    n_classes: int
-    n_rows: int
-    n_features: int  # after the target, the row id and ignored attributes are dropped
-    feature_names: tuple[str, ...] | None = None
-    target: str | None = None
-    class_counts: tuple[tuple[str, int], ...] | None = None  # (class, rows) in arm order
-
-
-# Shuttle, MagicTelescope, Mushroom: read from the shared real cache (../shared/datasets/openml_cache) and
-# checked against the UCI documentation; tests/datasets/test_real_data.py re-reads them from that cache.
-# Covertype: OpenML's and UCI's published size (581,012 rows, 54 attributes, 7 classes); its class counts
-# are not checked here. CIFAR10's test split: 10,000 images, exactly 1,000 per class (its documentation).
-_MUSHROOM_ATTRIBUTES = (
-    "cap-shape", "cap-surface", "cap-color", "bruises%3F", "odor", "gill-attachment", "gill-spacing", "gill-size",
-    "gill-color", "stalk-shape", "stalk-root", "stalk-surface-above-ring", "stalk-surface-below-ring",
-    "stalk-color-above-ring", "stalk-color-below-ring", "veil-type", "veil-color", "ring-number", "ring-type",
-    "spore-print-color", "population", "habitat",
-)
-_MAGIC_ATTRIBUTES = (
-    "fLength:", "fWidth:", "fSize:", "fConc:", "fConc1:", "fAsym:", "fM3Long:", "fM3Trans:", "fAlpha:", "fDist:",
-)
-_CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
-SPECS: dict[str, DatasetSpec] = {
-    spec.name: spec
-    for spec in (
-        DatasetSpec(
-            "shuttle", "Shuttle", 40685, 7, 58_000, 9, tuple(f"A{i}" for i in range(1, 10)), "class",
-            (("1", 45586), ("2", 50), ("3", 171), ("4", 8903), ("5", 3267), ("6", 10), ("7", 13)),
-        ),
-        DatasetSpec(
-            "magictelescope", "MagicTelescope", 1120, 2, 19_020, 10, _MAGIC_ATTRIBUTES, "class:",
-            (("g", 12332), ("h", 6688)),
-        ),
-        DatasetSpec(
-            "mushroom", "Mushroom", 24, 2, 8_124, 22, _MUSHROOM_ATTRIBUTES, "class", (("e", 4208), ("p", 3916)),
-        ),
-        DatasetSpec("covertype", "Covertype", 1596, 7, 581_012, 54),
-        DatasetSpec(
-            "cifar10", "CIFAR10", None, 10, 10_000, 3072, class_counts=tuple((c, 1000) for c in _CIFAR10_CLASSES),
-        ),
-    )
-}
+__all__ = [  # SPECS, get_spec, check_published and LoadedDataset are re-exported from their modules
+    "CIFAR10_ROOT_ENV_VAR", "SPECS", "DatasetSpec", "LoadedDataset", "check_published", "download_dataset",
+    "get_spec", "is_cached", "load_dataset", "load_openml", "resolve_cache_dir",
+]
 #: Environment variable for CIFAR10's torchvision ``root`` (OpenML data use ``OPENML_CACHE_DIR``).
 CIFAR10_ROOT_ENV_VAR = "BANDIT_GYM_CIFAR10_ROOT"
 
 
 _CACHE: dict[tuple, LoadedDataset] = {}
 _LOCK = threading.RLock()
-
-
-def get_spec(name: str) -> DatasetSpec:
-    key = str(name).lower().replace("-", "").replace("_", "")
-    if key not in SPECS:
-        raise ValueError(f"dataset must be one of {sorted(SPECS)}, got {name!r}")
-    return SPECS[key]
 
 
 def resolve_cache_dir(name: str, cache_dir: str | os.PathLike | None = None) -> Path:
@@ -103,10 +43,14 @@ def resolve_cache_dir(name: str, cache_dir: str | os.PathLike | None = None) -> 
     CIFAR10 (torchvision ``root``): ``BANDIT_GYM_CIFAR10_ROOT``, else ``~/.cache/bandit_gym/torchvision``.
     """
     spec = get_spec(name)
+    if cache_dir is None and spec.openml_id is None:
+        return Path(os.environ.get(CIFAR10_ROOT_ENV_VAR, "~/.cache/bandit_gym/torchvision")).expanduser()
+    return _openml_root(cache_dir)
+
+
+def _openml_root(cache_dir: str | os.PathLike | None) -> Path:
     if cache_dir is not None:
         return Path(cache_dir).expanduser()
-    if spec.openml_id is None:
-        return Path(os.environ.get(CIFAR10_ROOT_ENV_VAR, "~/.cache/bandit_gym/torchvision")).expanduser()
     if "OPENML_CACHE_DIR" in os.environ:
         return Path(os.environ["OPENML_CACHE_DIR"]).expanduser()
     return _openml_files.default_cache_dir()
@@ -162,17 +106,12 @@ def load_dataset(
                     torch.from_numpy(np.asarray(y, dtype=np.int64)), tuple(classes), names, source, low, high,
                 )
             else:
-                if not is_cached(spec.name, root):
-                    raise DatasetNotFoundError(_missing_message(spec, root))
-                folder = _openml_files.dataset_dir(root, spec.openml_id)
-                path = _openml_files.data_file(folder, spec.openml_id)
-                table = _openml_files.read_table(folder, spec.openml_id, path, verify_md5=verify_checksums)
+                table = _read_openml(root, spec.openml_id, verify_checksums, None, _missing_message(spec, root))
                 if verify_checksums:
-                    check_published(spec, path, table.feature_names, table.target, table.labels, table.class_names)
-                data = preprocess(  # the named datasets impute (Mushroom's missing stalk-root is a value)
-                    table, name=spec.name, source=path, encoding=encoding, scaling=scaling, missing="impute",
-                    column_word=f"{path}: attribute", label_word=f"{path}: the class attribute",
-                )
+                    check_published(
+                        spec, table.path, table.feature_names, table.target, table.labels, table.class_names
+                    )
+                data = _preprocess_openml(table, spec.name, encoding, scaling, "impute")  # Mushroom has '?'
             if len(data.class_names) != spec.n_classes:
                 raise DatasetFileError(
                     f"{data.source}: {spec.title} should have {spec.n_classes} classes, found {list(data.class_names)}"
@@ -181,57 +120,85 @@ def load_dataset(
         return _CACHE[key]
 
 
+def load_openml(
+    data_id: int,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    target: str | None = None,
+    encoding: str = "ordinal",
+    scaling: str = "l2",
+    missing: str = "impute",
+    download: bool = False,
+    verify_checksums: bool = True,
+) -> LoadedDataset:
+    """Any OpenML classification dataset by integer id, from the same offline cache as the named datasets.
+
+    The same files, layout and rules as :func:`load_dataset` (never downloads unless ``download=True``;
+    never writes to the cache), and the same preprocessing; cached per process by all the arguments.
+    There are no published figures to compare for an arbitrary id: ``verify_checksums`` checks the md5
+    sum of ``description.xml`` where it has one.
+
+    Args:
+        data_id: The OpenML dataset id (an integer >= 1; names would need the server).
+        cache_dir: OpenML cache root; default ``OPENML_CACHE_DIR``, else openml's cache directory.
+        target: The class attribute; default the description's ``default_target_attribute``. A
+            numeric target must hold integers (a regression target is refused).
+        encoding, scaling, missing: See :func:`bandit_gym.datasets.tabular.preprocess`; ``missing``
+            defaults to ``"impute"``, the named datasets' treatment.
+        download, verify_checksums: As for :func:`load_dataset`.
+    """
+    data_id = check_int("data_id", data_id, minimum=1)
+    if target is not None and not isinstance(target, str):
+        raise ValueError(f"target must be an attribute name (str) or None, got {target!r}")
+    check_options(encoding, scaling, missing)
+    check_bool("download", download)
+    check_bool("verify_checksums", verify_checksums)
+    title = f"OpenML dataset {data_id}"
+    _require_openml_readers(title)
+    root = _openml_root(cache_dir).resolve()
+    key = ("openml", data_id, str(root), target, encoding, scaling, missing, verify_checksums)
+    with _LOCK:
+        if key not in _CACHE:
+            folder = _openml_files.dataset_dir(root, data_id)
+            if download and _openml_files.data_file(folder, data_id) is None:
+                _download_openml_or_explain(title, data_id, root)
+            message = _openml_missing_message(title, data_id, root, f"load_openml({data_id}, cache_dir=DIR, "
+                                              "download=True)")
+            table = _read_openml(root, data_id, verify_checksums, target, message)
+            _CACHE[key] = _preprocess_openml(table, table.title or f"openml{data_id}", encoding, scaling, missing)
+        return _CACHE[key]
+
+
+def _read_openml(
+    root: Path, data_id: int, verify_checksums: bool, target: str | None, missing_message: str
+) -> _openml_files.RawTable:
+    folder = _openml_files.dataset_dir(root, data_id)
+    path = _openml_files.data_file(folder, data_id)
+    if path is None or not (folder / "description.xml").is_file():
+        raise DatasetNotFoundError(missing_message)
+    return _openml_files.read_table(folder, data_id, path, verify_md5=verify_checksums, target=target)
+
+
+def _preprocess_openml(
+    table: _openml_files.RawTable, name: str, encoding: str, scaling: str, missing: str
+) -> LoadedDataset:
+    return preprocess(
+        table, name=name, source=table.path, encoding=encoding, scaling=scaling, missing=missing,
+        column_word=f"{table.path}: attribute", label_word=f"{table.path}: the class attribute {table.target!r}",
+    )
+
+
+def _require_openml_readers(title: str) -> None:
+    import_optional("pandas", f"{title} (reading OpenML files)")
+    import_optional("arff", f"{title} (reading ARFF headers)", distribution="liac-arff")
+
+
 def _require_packages(spec: DatasetSpec) -> None:
     """Import what loading ``spec`` needs, or raise :class:`MissingDependencyError` naming the extra."""
     if spec.openml_id is None:
         import_optional("torchvision.datasets", f"The {spec.title} dataset", distribution="torchvision")
     else:
-        import_optional("pandas", f"The {spec.title} dataset (reading OpenML files)")
-        import_optional("arff", f"The {spec.title} dataset (reading ARFF headers)", distribution="liac-arff")
-
-
-def check_published(
-    spec: DatasetSpec,
-    path: Path,
-    feature_names: list[str] | tuple[str, ...],
-    target: str | None,
-    labels: np.ndarray,
-    class_names: list[str] | tuple[str, ...],
-) -> None:
-    """Refuse data that are not the published ``spec``: compare columns, target, rows and class counts.
-
-    Raises:
-        DatasetIntegrityError: Naming ``path``, every figure that differs, what was expected and what was found.
-    """
-    problems = []
-    if spec.target is not None and target != spec.target:
-        problems.append(f"class attribute {spec.target!r}, found {target!r}")
-    if spec.feature_names is not None and tuple(feature_names) != spec.feature_names:
-        missing = [n for n in spec.feature_names if n not in feature_names]
-        unexpected = [n for n in feature_names if n not in spec.feature_names]
-        if missing or unexpected:
-            what = f"missing {missing}" + (f", unexpected {unexpected}" if unexpected else "")
-        else:
-            what = f"in the order {list(feature_names)}"
-        problems.append(f"{len(spec.feature_names)} feature columns, found {len(feature_names)}: {what}")
-    elif len(feature_names) != spec.n_features:
-        problems.append(f"{spec.n_features} feature columns, found {len(feature_names)}")
-    if len(labels) != spec.n_rows:
-        problems.append(f"{spec.n_rows:,} rows, found {len(labels):,}")
-    counts = np.bincount(np.asarray(labels, dtype=np.int64), minlength=len(class_names)).tolist()
-    found = tuple(zip((str(c) for c in class_names), counts, strict=True))
-    if spec.class_counts is not None and found != spec.class_counts:
-        problems.append(f"rows per class {dict(spec.class_counts)}, found {dict(found)}")
-    elif len(class_names) != spec.n_classes:
-        problems.append(f"{spec.n_classes} classes, found {len(class_names)} {list(class_names)}")
-    if problems:
-        source = "torchvision" if spec.openml_id is None else f"OpenML {spec.openml_id}"
-        raise DatasetIntegrityError(
-            f"{path} is not the published {spec.title} dataset ({source}): expected "
-            + "; expected ".join(problems)
-            + f". The file is truncated, damaged or edited: delete it and run `bandit-gym download {spec.name}`; "
-            "to load a modified copy on purpose, pass verify_checksums=False."
-        )
+        _require_openml_readers(f"The {spec.title} dataset")
 
 
 def is_cached(name: str, cache_dir: str | os.PathLike | None = None) -> bool:
@@ -246,18 +213,23 @@ def is_cached(name: str, cache_dir: str | os.PathLike | None = None) -> bool:
 
 
 def _missing_message(spec: DatasetSpec, root: Path) -> str:
-    if spec.openml_id is None:
-        where = f"{root / 'cifar-10-batches-py'} (torchvision's CIFAR10 layout: test_batch and batches.meta)"
-        variable = CIFAR10_ROOT_ENV_VAR
-    else:
-        folder = _openml_files.dataset_dir(root, spec.openml_id)
-        where = f"{root} (looked for {folder}/description.xml and dataset.arff or dataset_{spec.openml_id}.pq)"
-        variable = "OPENML_CACHE_DIR"
-    source = "torchvision" if spec.openml_id is None else f"OpenML dataset {spec.openml_id}"
+    how = f"`bandit-gym download {spec.name} --cache-dir DIR` (or pass download=True)"
+    if spec.openml_id is not None:
+        return _openml_missing_message(f"{spec.title} (OpenML dataset {spec.openml_id})", spec.openml_id, root, how)
     return (
-        f"{spec.title} ({source}) is not in the cache directory {where}. bandit-gym never downloads unless "
-        f"asked: on a machine with internet access run `bandit-gym download {spec.name} --cache-dir DIR` "
-        f"(or pass download=True), then copy DIR to this machine and pass cache_dir=DIR or set {variable}=DIR."
+        f"{spec.title} (torchvision) is not in the cache directory {root / 'cifar-10-batches-py'} (torchvision's "
+        "CIFAR10 layout: test_batch and batches.meta). bandit-gym never downloads unless asked: on a machine with "
+        f"internet access run {how}, then copy DIR to this machine and pass cache_dir=DIR or set "
+        f"{CIFAR10_ROOT_ENV_VAR}=DIR."
+    )
+
+
+def _openml_missing_message(title: str, data_id: int, root: Path, how: str) -> str:
+    folder = _openml_files.dataset_dir(root, data_id)
+    return (
+        f"{title} is not in the cache directory {root} (looked for {folder}/description.xml and dataset.arff or "
+        f"dataset_{data_id}.pq). bandit-gym never downloads unless asked: on a machine with internet access run "
+        f"{how}, then copy DIR to this machine and pass cache_dir=DIR or set OPENML_CACHE_DIR=DIR."
     )
 
 
@@ -271,18 +243,28 @@ def download_dataset(name: str, cache_dir: str | os.PathLike | None = None) -> P
     root = resolve_cache_dir(spec.name, cache_dir)
     _require_packages(spec)
     if spec.openml_id is not None:
-        import_optional("openml", f"Downloading {spec.title}")
-    try:
-        if spec.openml_id is None:
-            from bandit_gym.datasets import _cifar
+        return _download_openml_or_explain(spec.title, spec.openml_id, root)
+    from bandit_gym.datasets import _cifar
 
-            return _cifar.download_cifar10(root)
-        return _download_openml(spec.openml_id, root)
+    try:
+        return _cifar.download_cifar10(root)
     except Exception as exc:
-        raise DatasetNotFoundError(
-            f"could not download {spec.title} into {root}: {type(exc).__name__}: {exc}. "
-            "Check the internet connection, or download on another machine and copy the directory."
-        ) from exc
+        raise DatasetNotFoundError(_download_failed(spec.title, root, exc)) from exc
+
+
+def _download_failed(title: str, root: Path, exc: Exception) -> str:
+    return (
+        f"could not download {title} into {root}: {type(exc).__name__}: {exc}. "
+        "Check the internet connection, or download on another machine and copy the directory."
+    )
+
+
+def _download_openml_or_explain(title: str, data_id: int, root: Path) -> Path:
+    import_optional("openml", f"Downloading {title}")
+    try:
+        return _download_openml(data_id, root)
+    except Exception as exc:
+        raise DatasetNotFoundError(_download_failed(title, root, exc)) from exc
 
 
 def _download_openml(dataset_id: int, root: Path) -> Path:

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from bandit_gym.datasets import DatasetIntegrityError, load_dataset
-from bandit_gym.datasets.loaders import SPECS
+from bandit_gym.datasets.loaders import SPECS, load_openml
 
 # Class counts from the UCI documentation, in arm order (declared class values: 1..7, g/h, e/p).
 KNOWN_COUNTS = {
@@ -64,6 +64,14 @@ def test_real_magic_telescope_truncated_at_a_row_boundary_is_refused(real_cache,
     # Its first 12,332 rows are class g: a copy cut at 15,000 rows loads on purpose with verify_checksums=False.
     arff.write_text("\n".join(lines[: lines.index("@DATA") + 1 + 15000]) + "\n")
     assert load_dataset("magictelescope", cache_dir=root, verify_checksums=False).n_rows == 15000
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_COUNTS))
+def test_load_openml_by_id_gives_the_named_datasets_numbers(real_cache, name):
+    named = load_dataset(name, cache_dir=real_cache, encoding="onehot")
+    by_id = load_openml(SPECS[name].openml_id, cache_dir=real_cache, encoding="onehot")
+    assert torch.equal(by_id.features, named.features) and torch.equal(by_id.labels, named.labels)
+    assert by_id.class_names == named.class_names and by_id.feature_names == named.feature_names
 
 
 @pytest.mark.parametrize("env_id", sorted(SHAPES))

@@ -1,13 +1,17 @@
-"""A user's own data through prepare_dataset: numpy, pandas, sklearn Bunch; the named datasets' numbers; bad data."""
+"""A user's own data: prepare_dataset (numpy, pandas, sklearn Bunch) and load_openml (any OpenML id, offline)."""
 
 from __future__ import annotations
+
+import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from bandit_gym.datasets import load_dataset, prepare_dataset
+from bandit_gym.datasets import DatasetNotFoundError, load_dataset, prepare_dataset
+from bandit_gym.datasets.loaders import load_openml
 
 
 def test_numpy_rows_are_l2_scaled_and_classes_sorted():
@@ -109,3 +113,66 @@ def test_bad_options_name_the_argument_and_the_accepted_values():
         prepare_dataset(np.eye(2), [0, 1], missing="mean")
     with pytest.raises(ValueError, match=r"encoding must be one of \('ordinal', 'onehot'\), got 'dummies'"):
         prepare_dataset(np.eye(2), [0, 1], encoding="dummies")
+
+
+_WEATHER = [("outlook", ["sunny", "rain"]), ("temperature", "NUMERIC"), ("windy", ["no", "yes"]), ("play", "INTEGER")]
+_WEATHER_ROWS = [["sunny", 30.5, "no", 0], ["rain", 20.0, "yes", 1], ["sunny", "?", "yes", 1], ["rain", 18.5, "no", 2]]
+
+
+def test_load_openml_reads_any_id_offline_like_a_users_table(tmp_path, openml_writer):
+    openml_writer(tmp_path, 9001, _WEATHER, _WEATHER_ROWS, target="windy")
+    data = load_openml(9001, cache_dir=tmp_path, scaling="none")
+    assert data.name == "test9001" and data.source.name == "dataset.arff"
+    assert data.feature_names == ("outlook", "temperature", "play") and data.class_names == ("no", "yes")
+    frame = pd.DataFrame({
+        "outlook": pd.Categorical([r[0] for r in _WEATHER_ROWS], categories=["sunny", "rain"]),
+        "temperature": [np.nan if r[1] == "?" else r[1] for r in _WEATHER_ROWS],
+        "play": [r[3] for r in _WEATHER_ROWS],
+    })
+    labels = pd.Categorical([r[2] for r in _WEATHER_ROWS], categories=["no", "yes"])
+    own = prepare_dataset(frame, labels, scaling="none", missing="impute")
+    assert torch.equal(data.features, own.features) and torch.equal(data.labels, own.labels)
+    assert data.features[2, 1].item() == pytest.approx((30.5 + 20.0 + 18.5) / 3)  # imputed by default
+
+
+def test_load_openml_target_argument_and_integer_or_regression_targets(tmp_path, openml_writer):
+    openml_writer(tmp_path, 9002, _WEATHER, _WEATHER_ROWS, target="windy")
+    by_play = load_openml(9002, cache_dir=tmp_path, target="play")  # an integer attribute: its values are classes
+    assert by_play.class_names == ("0", "1", "2") and by_play.labels.tolist() == [0, 1, 1, 2]
+    assert "windy" in by_play.feature_names and "play" not in by_play.feature_names
+    with pytest.raises(ValueError, match=r"the target attribute 'temperature' holds 30.5, not a class label"):
+        load_openml(9002, cache_dir=tmp_path, target="temperature", missing="drop")
+    with pytest.raises(ValueError, match=r"target attribute 'colour' \(from the target argument\) is not among"):
+        load_openml(9002, cache_dir=tmp_path, target="colour")
+    with pytest.raises(ValueError, match=r"data_id must be an integer >= 1, got 'iris'"):
+        load_openml("iris", cache_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"missing must be one of \('error', 'impute', 'drop'\), got 'skip'"):
+        load_openml(9002, cache_dir=tmp_path, missing="skip")
+    with pytest.raises(ValueError, match=r"attribute 'temperature' has 1 missing values \(first at row 2\)"):
+        load_openml(9002, cache_dir=tmp_path, missing="error")
+
+
+def test_load_openml_missing_id_fails_at_once_naming_it_and_how_to_fill_the_cache(tmp_path, no_network):
+    start = time.perf_counter()
+    with pytest.raises(DatasetNotFoundError) as info:
+        load_openml(4242, cache_dir=tmp_path / "empty")
+    assert time.perf_counter() - start < 2.0
+    message = str(info.value)
+    assert message.startswith(f"OpenML dataset 4242 is not in the cache directory {tmp_path / 'empty'}")
+    assert "load_openml(4242, cache_dir=DIR, download=True)" in message
+
+
+def test_load_openml_download_asks_openml_by_id_once(tmp_path, monkeypatch, openml_writer):
+    import openml
+
+    calls = []
+
+    def fake_get_dataset(dataset_id, download_data=False, **kwargs):
+        calls.append(dataset_id)
+        root = Path(openml.config.get_config_as_dict()["cachedir"])
+        openml_writer(root, dataset_id, _WEATHER, _WEATHER_ROWS, target="windy")
+
+    monkeypatch.setattr(openml.datasets, "get_dataset", fake_get_dataset)
+    data = load_openml(9003, cache_dir=tmp_path / "dl", download=True)
+    assert calls == [9003] and data.n_rows == 4
+    assert load_openml(9003, cache_dir=tmp_path / "dl", download=True) is data and calls == [9003]  # cached
