@@ -15,10 +15,6 @@ import numpy as np
 import pytest
 import torch
 
-try:  # the command line moves to the experiment layer (issue 15)
-    from experiments import cli
-except ModuleNotFoundError:
-    from bandit_gym import cli
 from bandit_gym.datasets import (
     DatasetFileError,
     DatasetIntegrityError,
@@ -28,6 +24,7 @@ from bandit_gym.datasets import (
     resolve_cache_dir,
 )
 from bandit_gym.datasets.loaders import SPECS, check_published
+from experiments import cli
 
 #: The small stand-ins of conftest.py are not the published datasets: load them without the integrity check.
 STAND_IN = {"verify_checksums": False}
