@@ -1,4 +1,4 @@
-"""Load the paper's real datasets once per process, preprocessed, as torch tensors.
+"""Load the paper's real datasets (and any OpenML one) once per process, preprocessed, as torch tensors.
 
 UCI data (Shuttle, MagicTelescope, Mushroom, Covertype) come from an OpenML cache
 directory, looked up by integer OpenML id (never by name: that asks the server
@@ -6,6 +6,8 @@ even when the files are cached); CIFAR10's test split comes from torchvision's
 layout. Loading never downloads unless ``download=True`` is passed; a missing
 dataset raises :class:`DatasetNotFoundError` at once, naming the dataset, the
 directory searched and the ``bandit-gym download`` command that fills it.
+:func:`load_dataset` also checks that the files are the published datasets
+(``published.py``); :func:`load_openml` reads any other id by the same rules.
 See ``docs/datasets.md`` for the preprocessing.
 """
 
@@ -86,9 +88,11 @@ def load_dataset(
     """
     spec = get_spec(name)
     check_options(encoding, scaling)
+    check_bool("download", download)
+    check_bool("verify_checksums", verify_checksums)
     _require_packages(spec)
     root = resolve_cache_dir(spec.name, cache_dir).resolve()
-    key = (spec.name, str(root), encoding, scaling, bool(verify_checksums))
+    key = (spec.name, str(root), encoding, scaling, verify_checksums)
     with _LOCK:
         if key not in _CACHE:
             if download and not is_cached(spec.name, root):

@@ -68,7 +68,9 @@ SPECS: dict[str, DatasetSpec] = {
     )
 }
 
+
 def get_spec(name: str) -> DatasetSpec:
+    """The spec of ``name`` (case, ``-`` and ``_`` ignored), or a ``ValueError`` listing the accepted names."""
     key = str(name).lower().replace("-", "").replace("_", "")
     if key not in SPECS:
         raise ValueError(f"dataset must be one of {sorted(SPECS)}, got {name!r}")

@@ -15,6 +15,7 @@ Nothing here imports pandas or sklearn: their objects are recognised by what the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ def prepare_dataset(
     y: Any = None,
     *,
     name: str = "custom",
+    feature_names: Sequence[str] | None = None,
     encoding: str = "ordinal",
     scaling: str = "l2",
     missing: str = "error",
@@ -44,6 +46,8 @@ def prepare_dataset(
         y: Class labels, one per row of ``X``: integers, strings or booleans (a 1-D array-like or a
             pandas Series).
         name: A name for the dataset.
+        feature_names: Names of the columns of an array ``X`` (default: a ``Bunch``'s
+            ``feature_names``, else ``x0``, ``x1``, ...). A DataFrame names its own columns.
         encoding, scaling: As for the named datasets: see :func:`bandit_gym.datasets.tabular.preprocess`.
         missing: ``"error"`` (default): refuse NaN/None; ``"impute"``: numeric values take the column
             mean, nominal ones a value of their own (the named datasets' treatment); ``"drop"``: drop
@@ -63,12 +67,11 @@ def prepare_dataset(
                              f"{type(y).__name__}")
         bunch = X
         X, y, target_names = bunch["data"], bunch["target"], bunch.get("target_names")
-        names = bunch.get("feature_names")
-    else:
-        if y is None:
-            raise ValueError("y (the class labels) is required unless X is an sklearn Bunch")
-        names = None
-    feature_names, columns, categories = _features(X, names)
+        if feature_names is None:
+            feature_names = bunch.get("feature_names")
+    elif y is None:
+        raise ValueError("y (the class labels) is required unless X is an sklearn Bunch")
+    feature_names, columns, categories = _features(X, feature_names)
     labels, class_names = _labels(y, target_names)
     n_rows = len(columns[0])
     if len(labels) != n_rows:
@@ -88,6 +91,9 @@ def _is_pandas(x: Any, kind: str) -> bool:
 def _features(x: Any, names: Any) -> tuple[list[str], list[np.ndarray], list[list[str] | None]]:
     """The columns of ``X`` as :class:`Table` columns, with their names."""
     if _is_pandas(x, "DataFrame"):
+        if names is not None:
+            raise ValueError("feature_names must be None when X is a pandas DataFrame (its columns are named); "
+                             "rename the columns instead")
         pairs = [(str(c), x.iloc[:, j]) for j, c in enumerate(x.columns)]
     else:
         if hasattr(x, "toarray"):

@@ -26,6 +26,15 @@ def test_numpy_rows_are_l2_scaled_and_classes_sorted():
     assert (data.feature_low, data.feature_high) == (-1.0, 1.0) and data.source is None
 
 
+def test_feature_names_name_the_columns_of_an_array_only():
+    data = prepare_dataset(np.eye(3), [0, 1, 1], feature_names=["a", "b", "c"])
+    assert data.feature_names == ("a", "b", "c")
+    with pytest.raises(ValueError, match=r"feature_names has 2 names for the 3 columns of X"):
+        prepare_dataset(np.eye(3), [0, 1, 1], feature_names=["a", "b"])
+    with pytest.raises(ValueError, match=r"feature_names must be None when X is a pandas DataFrame"):
+        prepare_dataset(pd.DataFrame(np.eye(3)), [0, 1, 1], feature_names=["a", "b", "c"])
+
+
 def test_dataframe_columns_of_every_kind_are_encoded():
     frame = pd.DataFrame({
         "size": [1.5, 2.0, 3.0, 4.0],
