@@ -60,6 +60,10 @@ class LoadedDataset:
     def dim(self) -> int:
         return self.features.shape[1]
 
+    def __getstate__(self) -> dict:
+        """Pickle the data, not the copies on devices (they are made again on first use)."""
+        return {**self.__dict__, "_by_device": {}}
+
     def on(self, device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor]:
         """``(features, labels)`` on ``device``, copied there once and then shared."""
         device = torch.device(device)

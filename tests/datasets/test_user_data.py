@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import time
 from pathlib import Path
 
@@ -24,6 +25,15 @@ def test_numpy_rows_are_l2_scaled_and_classes_sorted():
     expected = x / np.linalg.norm(x, axis=1, keepdims=True)
     torch.testing.assert_close(data.features, torch.from_numpy(expected).float())
     assert (data.feature_low, data.feature_high) == (-1.0, 1.0) and data.source is None
+
+
+def test_a_pickled_dataset_holds_its_data_and_no_device_copies():
+    data = prepare_dataset(np.arange(12.0).reshape(6, 2), [0, 1, 2, 0, 1, 2], scaling="none")
+    data.on("cpu")
+    copy = pickle.loads(pickle.dumps(data))
+    assert torch.equal(copy.features, data.features) and torch.equal(copy.labels, data.labels)
+    assert copy.class_names == data.class_names and copy._by_device == {}
+    assert copy.on("cpu")[0] is copy.on("cpu")[0]
 
 
 def test_feature_names_name_the_columns_of_an_array_only():
