@@ -63,15 +63,23 @@ def agent_classes() -> dict[str, type]:
 def agent_hyperparameters(cls: type) -> dict[str, Any]:
     """The keyword hyperparameters of an agent class and their defaults, in the constructor's order.
 
+    Keywords that a constructor passes on through ``**kwargs`` are read from its base classes.
     A default of None means the agent derives the value (from the env or its other settings):
     see the class's docstring.
     """
-    hyperparameters = {}
-    for parameter in inspect.signature(cls.__init__).parameters.values():
-        if parameter.name in NOT_HYPERPARAMETERS or parameter.kind in (parameter.VAR_POSITIONAL,
-                                                                       parameter.VAR_KEYWORD):
+    hyperparameters: dict[str, Any] = {}
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass):
             continue
-        hyperparameters[parameter.name] = None if parameter.default is parameter.empty else parameter.default
+        passes_on = False
+        for parameter in inspect.signature(klass.__init__).parameters.values():
+            if parameter.kind is parameter.VAR_KEYWORD:
+                passes_on = True
+            elif parameter.kind is not parameter.VAR_POSITIONAL and parameter.name not in NOT_HYPERPARAMETERS:
+                default = None if parameter.default is parameter.empty else parameter.default
+                hyperparameters.setdefault(parameter.name, default)
+        if not passes_on:
+            break
     return hyperparameters
 
 

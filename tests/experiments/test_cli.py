@@ -112,3 +112,14 @@ def test_python_dash_m_experiments_is_the_command():
     out = subprocess.run([sys.executable, "-m", "experiments", "demo", "--seeds", "0"], capture_output=True, text=True)
     assert out.returncode == 2
     assert out.stderr.startswith("bandit-gym demo: error: argument --seeds")
+
+
+def test_every_listed_hyperparameter_is_accepted_by_its_agent():
+    from experiments import catalog
+
+    for name, cls in catalog.agent_classes().items():
+        listed = catalog.agent_hyperparameters(cls)
+        kwargs = {key: value for key, value in listed.items() if value is not None}  # the listed defaults, given
+        if "horizon" in listed:
+            kwargs["horizon"] = 10
+        cls(n_arms=3, dim=2, num_replicas=1, seed=0, device="cpu", **kwargs)  # a TypeError names a wrong listing
