@@ -9,12 +9,14 @@ Every agent follows the Stable-Baselines3 verbs::
 
 from agents.base import BanditAgent, DivergenceError
 from agents.glm import GLMTSL, SGDTS, UCBGLM
+from agents.grid import HyperparameterGrid
+from agents.history import History
 from agents.langevin import LangevinOptimizer
 from agents.linear import EpsGreedy, LinTS, LinUCB
 from agents.lmcts import LMCTS
 from agents.uniform import UniformRandom
 
 __all__ = [
-    "BanditAgent", "DivergenceError", "LangevinOptimizer", "LMCTS", "UniformRandom",
-    "LinUCB", "LinTS", "EpsGreedy", "UCBGLM", "GLMTSL", "SGDTS",
+    "BanditAgent", "DivergenceError", "History", "HyperparameterGrid", "LangevinOptimizer", "LMCTS",
+    "UniformRandom", "LinUCB", "LinTS", "EpsGreedy", "UCBGLM", "GLMTSL", "SGDTS",
 ]

@@ -1,22 +1,26 @@
 """The base of every agent: R independent replicas as one batch, Stable-Baselines3 verbs.
 
-An agent holds the state of ``R`` independent runs as tensors with a leading
-replica axis (contexts ``(R, K, d)``, scores ``(R, K)``, actions ``(R,)``).
-Subclasses implement two methods:
+An agent holds the state of ``R`` independent runs as tensors with a leading replica axis
+(contexts ``(R, K, d)``, scores ``(R, K)``, actions ``(R,)``). A subclass implements two methods,
+and one round of ``learn`` is exactly::
 
-* :meth:`BanditAgent._select` ``(R, K, d) -> (R,)``: the arms to play this round.
-* :meth:`BanditAgent._observe` ``(R, K, d), (R,), (R,)``: learn from the round.
+    contexts = self._as_contexts(obs)                  # numpy or torch, (K, d) or (R, K, d)
+    actions = self._select(contexts)                   # (R,): the arms to play
+    obs, reward, ... = env.step(actions)
+    self._observe(contexts, actions, rewards)          # learn from the round
+    self.t += 1
 
-Seeding: an agent made with ``seed=s`` gives replica ``r`` the random stream of
-seed ``s + r`` (the envs' convention), so replica ``r`` of a batched run equals
-a single run (``R = 1``) with ``seed=s + r``. Random numbers come from the
-counter-based generator of ``bandit_gym._rng``: the draws of round ``t`` are a
-function of ``(seed, stream, t)``, so ``predict`` never changes the agent.
+Seeding: replica ``r`` of an agent made with ``seed=s`` draws the random numbers of a single
+run with ``seed=s + r`` (counter-based streams of :mod:`bandit_gym.rng`: a draw of round ``t``
+is a function of ``(seed, stream, t)``, so ``predict`` never changes the agent). ``seed`` may
+also be a list of R seeds (see :mod:`agents.grid`).
+
+Hyperparameters: every numeric hyperparameter is a number or one value per replica
+(:meth:`BanditAgent._hyperparameter`), reported by :meth:`hyperparameters` and saved.
 """
 
 from __future__ import annotations
 
-import numbers
 import os
 import tempfile
 from abc import ABC, abstractmethod
@@ -28,24 +32,10 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from agents import _math, _rng_streams
-from bandit_gym import _rng
-from bandit_gym._base import _resolve_device
-
-
-def check_positive(name: str, value: Any, *, allow_zero: bool = False) -> float:
-    """Validate a finite real hyperparameter > 0 (or >= 0), naming it in the error."""
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
-    return float(value)
-
-
-def check_int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+from agents.validation import check_int, per_replica, replica_seeds
+from bandit_gym import rng
+from bandit_gym.rng import Stream
+from bandit_gym.validation import resolve_device
 
 
 def env_sizes(env: gym.Env | gym.vector.VectorEnv) -> tuple[int, int, int]:
@@ -59,44 +49,28 @@ def env_sizes(env: gym.Env | gym.vector.VectorEnv) -> tuple[int, int, int]:
     return num, space.shape[0], space.shape[1]
 
 
-class _RoundLog:
-    """One value per replica per round, as a ``(rounds, width)`` numpy array at the end.
+def env_horizon(env: gym.Env | gym.vector.VectorEnv | None) -> int | None:
+    """The env's horizon ``T`` (rounds per episode), or None if it does not define one."""
+    if env is None:
+        return None
+    horizon = getattr(env.unwrapped if isinstance(env, gym.Env) else env, "horizon", None)
+    return None if horizon is None else int(horizon)
 
-    CPU values are written into a preallocated numpy array as they come. numpy arrays are not
-    tracked by Python's cyclic garbage collector; a list of 10,000 tensors is, and it made
-    the collector run every few rounds and walk the growing list (measured on a LinTS run of
-    10,000 rounds: 0.03-0.5 s of collections, against 0.001-0.24 s with numpy rows). Values on
-    another device (CUDA tensors) are kept as they come and stacked once at the end, so the
-    loop never waits for the device.
+
+def random_argmax(values: torch.Tensor, tie_noise: torch.Tensor) -> torch.Tensor:
+    """Index of the largest value per row, ties broken uniformly at random: ``(R, K), (R, K) -> (R,)``.
+
+    ``tie_noise`` holds uniform draws; among a row's maximisers the one with the largest draw wins.
+    (``amax``, not ``max(dim=...)``: on CPU the latter enters torch's thread pool even for 500 values,
+    and waits milliseconds for a busy core; measured in ``docs/agents.md``.)
     """
-
-    def __init__(self, rounds: int, width: int, dtype: np.dtype) -> None:
-        self._array = np.empty((rounds, width), dtype)
-        self._rows: list[torch.Tensor] = []  # device tensors
-        self._count = 0
-
-    def add(self, value) -> None:
-        if isinstance(value, torch.Tensor):
-            if not value.is_cpu:
-                self._rows.append(value)
-                return
-            value = value.numpy()
-        self._array[self._count] = value  # a float, or an array of the row's shape
-        self._count += 1
-
-    def rows(self) -> np.ndarray:
-        if self._rows:
-            return torch.stack(self._rows).reshape(len(self._rows), -1).cpu().numpy().astype(self._array.dtype)
-        # A run stopped early (callback) keeps a copy of its rows, not the whole preallocated array.
-        return self._array if self._count == len(self._array) else self._array[: self._count].copy()
+    best = values.amax(dim=1, keepdim=True)  # (R, 1)
+    return torch.where(values == best, tie_noise, -1.0).argmax(dim=1)
 
 
-def _any(flags) -> bool:
-    """``flags.any()`` for a numpy array or a tensor (on CPU through a Python list: 1 us, against 2-5 us
-    for numpy's or torch's ``any`` on the 10 flags of a typical batch)."""
-    if isinstance(flags, torch.Tensor):
-        return any(flags.tolist()) if flags.is_cpu else bool(flags.any())
-    return bool(np.any(flags))
+def chosen_rows(contexts: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """Features of the played arms: ``(R, K, d), (R,) -> (R, d)``."""
+    return contexts[torch.arange(len(actions), device=contexts.device), actions]
 
 
 class DivergenceError(RuntimeError):
@@ -107,26 +81,18 @@ class BanditAgent(ABC):
     """Base class: ``learn``, ``predict``, ``update``, ``save``/``load`` over R replicas.
 
     Args:
-        env: A bandit env (``R = 1``) or a batched env (``R = num_envs``); sizes come from its
-            spaces. May be None if ``n_arms``, ``dim`` (and ``num_replicas``) are given.
-        seed: Seed of replica 0; replica ``r`` uses ``seed + r``. None draws one at random.
+        env: A bandit env (``R = 1``) or a vector env (``R = num_envs``): the native batched
+            env, or Gymnasium's ``SyncVectorEnv``; sizes come from its spaces. May be None if
+            ``n_arms``, ``dim`` (and ``num_replicas``) are given.
+        seed: Seed of replica 0 (replica ``r`` uses ``seed + r``), or one seed per replica.
+            None draws one at random.
         device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``.
         n_arms, dim, num_replicas: Sizes, when no env is given.
     """
 
-    #: Names of the tensor attributes that make up the agent's learned state (saved by ``save``).
-    state_names: tuple[str, ...] = ()
-
-    def __init__(
-        self,
-        env: gym.Env | gym.vector.VectorEnv | None = None,
-        *,
-        seed: int | None = None,
-        device: str | torch.device = "auto",
-        n_arms: int | None = None,
-        dim: int | None = None,
-        num_replicas: int | None = None,
-    ) -> None:
+    def __init__(self, env: gym.Env | gym.vector.VectorEnv | None = None, *, seed: int | list[int] | None = None,
+                 device: str | torch.device = "auto", n_arms: int | None = None, dim: int | None = None,
+                 num_replicas: int | None = None) -> None:
         if env is not None:
             self.num_replicas, self.n_arms, self.dim = env_sizes(env)
         elif n_arms is None or dim is None:
@@ -136,12 +102,14 @@ class BanditAgent(ABC):
             self.n_arms, self.dim = check_int("n_arms", n_arms), check_int("dim", dim)
         if seed is None:
             seed = int(np.random.SeedSequence().entropy % (2**31))
-        self.seed = check_int("seed", seed, minimum=0)
-        self.device = _resolve_device(device)
-        self.keys = _rng.seed_to_key(torch.arange(self.num_replicas, dtype=torch.int64) + self.seed).to(self.device)
-        self._batch_shape = (self.num_replicas, self.n_arms, self.dim)
+        self.seeds = replica_seeds(seed, self.num_replicas)
+        self.seed = seed if isinstance(seed, int) else list(self.seeds)
+        self.device = resolve_device(device)
+        self.keys = rng.seed_to_key(self.seeds).to(self.device)  # (R,) one random stream per replica
         self.t = 1  # the round about to be played (1-based, as in the papers)
         self.history: dict[str, np.ndarray] = {}
+        self._hyperparameters: dict[str, Any] = {}
+        self._tie_draws = rng.BlockDraws("uniform", Stream.TIES, (self.n_arms,))
         self._learn_calls = 0
 
     # -- what an algorithm implements ------------------------------------------
@@ -153,9 +121,28 @@ class BanditAgent(ABC):
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         """Learn from round ``self.t``: ``(R, K, d), (R,), (R,)``. ``self.t`` is advanced afterwards."""
 
+    @abstractmethod
+    def _state(self) -> dict[str, torch.Tensor]:
+        """The tensors that make up the learned state (written by ``save``)."""
+
+    @abstractmethod
+    def _load_state(self, state: dict[str, torch.Tensor]) -> None:
+        """Inverse of :meth:`_state` (tensors already on ``self.device``)."""
+
+    # -- hyperparameters --------------------------------------------------------
+    def _hyperparameter(self, name: str, value: Any, *, integer: bool = False, minimum: float | None = None,
+                        strict: bool = False) -> torch.Tensor:
+        """Validate and record a numeric hyperparameter; its value per replica, ``(R,)`` on the device.
+
+        ``value`` is a number or one number per replica (sequence, numpy array or tensor).
+        """
+        given, values = per_replica(name, value, self.num_replicas, integer=integer, minimum=minimum, strict=strict)
+        self._hyperparameters[name] = given
+        return torch.tensor(values, dtype=torch.int64 if integer else torch.float32, device=self.device)
+
     def hyperparameters(self) -> dict[str, Any]:
-        """Constructor keywords that rebuild this agent (saved with its state)."""
-        return {}
+        """Constructor keywords that rebuild this agent: a number, or a list with one value per replica."""
+        return dict(self._hyperparameters)
 
     # -- public verbs ---------------------------------------------------------
     def predict(self, observation, state=None, episode_start=None, deterministic: bool = False):
@@ -165,24 +152,20 @@ class BanditAgent(ABC):
         ``(R, K, d)``, numpy or torch. The answer is numpy for numpy input, torch otherwise.
         ``deterministic`` is accepted for compatibility; Thompson-style agents still sample.
         """
-        contexts, single, as_numpy = self._as_batch(observation, "observation")
+        contexts = self._as_contexts(observation)
         actions = self._select(contexts)  # (R,)
-        if single:
+        if np.ndim(observation) == 2:
             actions = actions[0]
-        return (actions.cpu().numpy() if as_numpy else actions), None
+        return (actions if isinstance(observation, torch.Tensor) else actions.cpu().numpy()), None
 
     def update(self, observation, action, reward) -> None:
         """One online step: learn from playing ``action`` on ``observation`` and getting ``reward``."""
-        contexts, _, _ = self._as_batch(observation, "observation")
+        contexts = self._as_contexts(observation)
         actions = torch.as_tensor(np.asarray(action) if not isinstance(action, torch.Tensor) else action)
         actions = actions.to(self.device, torch.int64).reshape(-1)  # (R,)
-        rewards = torch.as_tensor(np.asarray(reward) if not isinstance(reward, torch.Tensor) else reward)
-        rewards = rewards.to(self.device, torch.float32).reshape(-1)  # (R,)
-        for name, value in (("action", actions), ("reward", rewards)):
-            if value.shape != (self.num_replicas,):
-                raise ValueError(
-                    f"{name} must hold one value per replica ({self.num_replicas}), got shape {tuple(value.shape)}"
-                )
+        rewards = self._as_rewards(reward)
+        if actions.shape != (self.num_replicas,):
+            raise ValueError(f"action must hold one value per replica ({self.num_replicas}), got {action!r}")
         if bool(((actions < 0) | (actions >= self.n_arms)).any()):
             raise ValueError(f"action must be in [0, {self.n_arms}), got {actions.tolist()}")
         if not bool(torch.isfinite(rewards).all()):
@@ -190,76 +173,63 @@ class BanditAgent(ABC):
         self._observe(contexts, actions, rewards)
         self.t += 1
 
-    def learn(
-        self,
-        env: gym.Env | gym.vector.VectorEnv,
-        total_timesteps: int | None = None,
-        callback: Callable[[BanditAgent, int], bool | None] | None = None,
-        progress_bar: bool = False,
-    ) -> BanditAgent:
+    def learn(self, env: gym.Env | gym.vector.VectorEnv, total_timesteps: int | None = None,
+              callback: Callable[[BanditAgent, int], bool | None] | None = None,
+              progress_bar: bool = False) -> BanditAgent:
         """Play ``total_timesteps`` rounds (default: the env's horizon) and learn from each.
 
-        The first ``learn`` resets the env with the agent's seed; later calls continue with
+        The first ``learn`` resets the env with the agent's seeds; later calls continue with
         unseeded resets. ``history["regret"]``, ``["reward"]`` and ``["action"]`` hold one row
-        per round, shape ``(T,)`` for a single env and ``(T, R)`` for a batched one.
+        per round, shape ``(T,)`` for a single env and ``(T, R)`` for a vector env.
         ``callback(agent, round)`` runs after every round; returning False stops.
         """
-        num, n_arms, dim = env_sizes(env)
-        if (num, n_arms, dim) != (self.num_replicas, self.n_arms, self.dim):
-            raise ValueError(
-                f"env has (num_envs, n_arms, dim) = {(num, n_arms, dim)}, the agent was built for "
-                f"{(self.num_replicas, self.n_arms, self.dim)}"
-            )
-        horizon = getattr(env.unwrapped if isinstance(env, gym.Env) else env, "horizon", None)
-        total = check_int("total_timesteps", total_timesteps if total_timesteps is not None else horizon or 0)
+        if env_sizes(env) != (self.num_replicas, self.n_arms, self.dim):
+            raise ValueError(f"env has (num_envs, n_arms, dim) = {env_sizes(env)}, the agent was built for "
+                             f"{(self.num_replicas, self.n_arms, self.dim)}")
+        if total_timesteps is None:
+            total_timesteps = env_horizon(env)
+            if total_timesteps is None:
+                raise ValueError(f"{type(env).__name__} has no horizon: give total_timesteps (an integer >= 1)")
+        total = check_int("total_timesteps", total_timesteps)
         vector = isinstance(env, gym.vector.VectorEnv)
-        obs, _ = env.reset(seed=self.seed if self._learn_calls == 0 else None)
+        seeds = (self.seeds if vector else self.seeds[0]) if self._learn_calls == 0 else None
+        obs, _ = env.reset(seed=seeds)
         self._learn_calls += 1
-        rounds = range(total)
+        rounds = range(1, total + 1)
         if progress_bar:
             from tqdm.auto import tqdm
 
             rounds = tqdm(rounds, desc=type(self).__name__, unit="round")
-        logs = {"regret": _RoundLog(total, self.num_replicas, np.float32),
-                "reward": _RoundLog(total, self.num_replicas, np.float32),
-                "action": _RoundLog(total, self.num_replicas, np.int64)}
-        torch_actions = vector and isinstance(obs, torch.Tensor)
-        played = 0
-        for _ in rounds:
-            contexts, _, _ = self._as_batch(obs, "observation")
+        logs = {name: _RoundLog(total, self.num_replicas, dtype) for name, dtype in
+                (("regret", np.float64), ("reward", np.float32), ("action", np.int64))}
+        for played in rounds:
+            contexts = self._as_contexts(obs)
             actions = self._select(contexts)  # (R,)
-            if torch_actions:
-                step_action = actions
+            if not vector:
+                step_actions = int(actions[0])
             else:
-                step_action = actions.cpu().numpy() if vector else int(actions[0])
-            obs, reward, _, truncated, info = env.step(step_action)
+                step_actions = actions if isinstance(obs, torch.Tensor) else actions.cpu().numpy()
+            obs, reward, terminated, truncated, info = env.step(step_actions)
             rewards = self._as_rewards(reward)  # (R,)
             self._observe(contexts, actions, rewards)
             self.t += 1
-            logs["regret"].add(info["regret"])
-            logs["reward"].add(rewards)
-            logs["action"].add(actions)
-            played += 1
+            for name, value in (("regret", info["regret"]), ("reward", rewards), ("action", actions)):
+                logs[name].add(value)
             if callback is not None and callback(self, played) is False:
                 break
-            ended = _any(truncated)
-            if played < total and ended:
+            if played < total and (_any(terminated) or _any(truncated)):
                 obs, _ = env.reset()
-        self.history = {name: (log.rows()[:, 0] if not vector else log.rows()) for name, log in logs.items()}
+        self.history = {name: log.rows() if vector else log.rows()[:, 0] for name, log in logs.items()}
         return self
 
     # -- persistence ----------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
-        """Write hyperparameters and state to ``path`` atomically (never half-written)."""
+        """Write hyperparameters (per-replica values included) and state to ``path`` atomically."""
         path = Path(path)
-        payload = {
-            "class": type(self).__name__,
-            "hyperparameters": self.hyperparameters(),
-            "sizes": {"n_arms": self.n_arms, "dim": self.dim, "num_replicas": self.num_replicas},
-            "seed": self.seed,
-            "t": self.t,
-            "state": {name: value.detach().cpu() for name, value in self._get_state().items()},
-        }
+        payload = {"class": type(self).__name__, "hyperparameters": self.hyperparameters(),
+                   "sizes": {"n_arms": self.n_arms, "dim": self.dim, "num_replicas": self.num_replicas},
+                   "seed": self.seed, "t": self.t,
+                   "state": {name: value.detach().cpu() for name, value in self._state().items()}}
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
@@ -280,58 +250,71 @@ class BanditAgent(ABC):
             raise ValueError(f"{path} holds a {payload['class']} agent, not a {cls.__name__}")
         agent = cls(None, seed=payload["seed"], device=device, **payload["sizes"], **payload["hyperparameters"])
         agent.t = payload["t"]
-        agent._set_state({name: value.to(agent.device) for name, value in payload["state"].items()})
+        agent._load_state({name: value.to(agent.device) for name, value in payload["state"].items()})
         return agent
 
-    def _get_state(self) -> dict[str, torch.Tensor]:
-        """The tensors ``save`` writes; by default the attributes named in ``state_names``."""
-        return {name: getattr(self, name) for name in self.state_names}
-
-    def _set_state(self, state: dict[str, torch.Tensor]) -> None:
-        """Inverse of :meth:`_get_state` (tensors already on ``self.device``)."""
-        for name, value in state.items():
-            setattr(self, name, value)
-
     # -- helpers for subclasses ------------------------------------------------
-    def _as_batch(self, observation, what: str) -> tuple[torch.Tensor, bool, bool]:
-        if (isinstance(observation, torch.Tensor) and observation.shape == self._batch_shape
-                and observation.dtype == torch.float32 and observation.device == self.device):
-            return observation, False, False  # the common case in learn: a batched env's own tensor
-        as_numpy = not isinstance(observation, torch.Tensor)
-        x = torch.as_tensor(np.asarray(observation) if as_numpy else observation)
-        single = x.ndim == 2
-        if single:
+    def _as_contexts(self, observation) -> torch.Tensor:
+        """An observation ``(K, d)`` or ``(R, K, d)``, numpy (shared, not copied) or torch, as float32 ``(R, K, d)``."""
+        if isinstance(observation, torch.Tensor):
+            x = observation
+        else:
+            array = np.asarray(observation)
+            x = torch.from_numpy(array if array.flags.writeable else array.copy())
+        if x.ndim == 2:
             x = x[None]
         if x.shape != (self.num_replicas, self.n_arms, self.dim):
-            raise ValueError(
-                f"{what} must have shape ({self.n_arms}, {self.dim}) or "
-                f"({self.num_replicas}, {self.n_arms}, {self.dim}), "
-                f"got {tuple(x.shape) if not single else tuple(x.shape[1:])}"
-            )
-        return x.to(self.device, torch.float32), single, as_numpy
+            raise ValueError(f"observation must have shape ({self.n_arms}, {self.dim}) or "
+                             f"({self.num_replicas}, {self.n_arms}, {self.dim}), got {tuple(np.shape(observation))}")
+        return x.to(self.device, torch.float32)
 
     def _as_rewards(self, reward) -> torch.Tensor:
-        """An env's reward(s) as ``(R,)`` float32 on the device."""
-        if isinstance(reward, torch.Tensor) and reward.dtype == torch.float32 and reward.device == self.device:
-            return reward if reward.shape == (self.num_replicas,) else reward.reshape(self.num_replicas)
-        if isinstance(reward, torch.Tensor):
-            return reward.to(self.device, torch.float32).reshape(self.num_replicas)
-        return torch.as_tensor(np.asarray(reward, dtype=np.float32), device=self.device).reshape(self.num_replicas)
+        """An env's reward(s) (a number, numpy or torch) as ``(R,)`` float32 on the device."""
+        if not isinstance(reward, torch.Tensor):
+            reward = torch.from_numpy(np.asarray(reward, dtype=np.float32))
+        return reward.to(self.device, torch.float32).reshape(self.num_replicas)
 
     def _argmax(self, values: torch.Tensor) -> torch.Tensor:
-        """Greedy arm per replica with uniform random tie-breaking: ``(R, K) -> (R,)``."""
-        return _math.random_argmax(values, *self._ties())
+        """Greedy arm per replica, ties broken at random with this round's draws: ``(R, K) -> (R,)``."""
+        return random_argmax(values, self._tie_draws(self.keys, self.t).to(values.device))
 
-    def _ties(self) -> tuple[torch.Tensor, int, int]:
-        """This round's tie-breaking draws: the ``(keys, stream, counter)`` of :func:`_math.random_argmax`."""
-        return self.keys, _rng_streams.TIES, self.t
+    def _check_finite(self, tensor: torch.Tensor, what: str, step_size: Any = None) -> None:
+        """Raise :class:`DivergenceError` naming the round (and the step size) if ``tensor`` has a NaN or Inf."""
+        if not bool(torch.isfinite(tensor).all()):
+            hint = f" with step size {step_size}" if step_size is not None else ""
+            raise DivergenceError(f"{type(self).__name__}: {what} became NaN or Inf in round {self.t}{hint}; "
+                                  "try a smaller step size")
 
-    def _check_finite(self, tensor: torch.Tensor, what: str, step_size: float | None = None) -> None:
-        if not _math.all_finite(tensor):
-            self._diverged(what, step_size)
 
-    def _diverged(self, what: str, step_size: float | None = None) -> None:
-        hint = f" with step size {step_size:g}" if step_size is not None else ""
-        raise DivergenceError(
-            f"{type(self).__name__}: {what} became NaN or Inf in round {self.t}{hint}; try a smaller step size"
-        )
+def _any(flags) -> bool:
+    """Whether any flag is set: a bool, a numpy array or a tensor."""
+    return bool(flags.any()) if isinstance(flags, torch.Tensor | np.ndarray) else bool(flags)
+
+
+class _RoundLog:
+    """One value per replica per round, as a ``(rounds, R)`` numpy array at the end.
+
+    CPU values go into a preallocated numpy array as they come (no list of 10,000 tensors for
+    the garbage collector to walk); values on another device are kept and moved once at the end,
+    so the loop never waits for the device.
+    """
+
+    def __init__(self, rounds: int, width: int, dtype: type) -> None:
+        self._array = np.empty((rounds, width), dtype)
+        self._device_rows: list[torch.Tensor] = []
+        self._count = 0
+
+    def add(self, value) -> None:
+        if isinstance(value, torch.Tensor):
+            if not value.is_cpu:
+                self._device_rows.append(value)
+                return
+            value = value.numpy()
+        self._array[self._count] = value
+        self._count += 1
+
+    def rows(self) -> np.ndarray:
+        if self._device_rows:
+            stacked = torch.stack(self._device_rows).reshape(len(self._device_rows), -1)
+            return stacked.cpu().numpy().astype(self._array.dtype)
+        return self._array[: self._count].copy() if self._count < len(self._array) else self._array

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from agents import _rng_streams
 from agents.base import BanditAgent
-from bandit_gym import _rng
+from bandit_gym import rng
+from bandit_gym.rng import Stream
 
 
 class UniformRandom(BanditAgent):
@@ -14,11 +14,17 @@ class UniformRandom(BanditAgent):
 
     def __init__(self, env=None, **kwargs) -> None:
         super().__init__(env, **kwargs)
-        self._uniforms = _rng.BlockDraws("uniform", _rng_streams.EXPLORE, ())  # one u in [0, 1) per round
+        self._uniforms = rng.BlockDraws("uniform", Stream.EXPLORE, ())  # one u in [0, 1) per round
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        u = self._uniforms(self.keys, self.t).double()  # (R,), multiples of 2**-24 below 1
+        u = self._uniforms(self.keys, self.t).to(self.device).double()  # (R,), multiples of 2**-24 below 1
         return (u * self.n_arms).long()  # exact in float64, so floor(u K) <= K - 1: never clipped
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
+        pass
+
+    def _state(self) -> dict[str, torch.Tensor]:
+        return {}
+
+    def _load_state(self, state: dict[str, torch.Tensor]) -> None:
         pass

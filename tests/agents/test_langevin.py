@@ -9,6 +9,11 @@ import torch
 
 from agents import LangevinOptimizer
 
+
+@pytest.fixture(autouse=True)
+def kernels():
+    """LangevinOptimizer is plain torch (no kernel): one run (overrides conftest.py's two-way fixture)."""
+
 # A quadratic loss L(w) = (w - mu)^T Q (w - mu) on each row w of an nn.Linear weight: every
 # row is an independent chain. The discrete chain w <- w - eta 2 Q (w - mu) + sqrt(2 eta / beta) eps
 # is stationary at N(mu, S) with S = (2 beta)^-1 Q^-1 (I - eta Q)^-1 (solve S = M S M + 2 eta / beta I

@@ -15,6 +15,11 @@ import pytest
 import bandit_gym  # noqa: F401  (registers the envs)
 from agents import GLMTSL, LMCTS, SGDTS, UCBGLM, LinTS, LinUCB, UniformRandom
 
+
+@pytest.fixture(autouse=True)
+def kernels():
+    """One run with the default (kernels on): the regrets are cached across tests."""
+
 LINEAR_REPLICAS = 4
 GLM_REPLICAS = 20
 

@@ -1,0 +1,194 @@
+"""Reward models whose parameters LMC-TS samples, batched over R replicas (public API).
+
+A model keeps the data of ``R`` independent runs and defines the loss
+
+    L_t(theta) = sum_i loss(f(x_i; theta), r_i) + lambda ||theta||^2
+
+(the ridge convention of every agent in this package). :class:`agents.lmcts.LMCTS` runs the
+Langevin chain on it. Parameters are a flat ``(R, p)`` tensor. A new model implements
+:meth:`RewardModel.scores`, :meth:`RewardModel.add` and :meth:`RewardModel.loss`; its gradient
+comes from autograd unless it overrides :meth:`RewardModel.gradient` with a closed form (both
+models here do, and the tests compare them with autograd).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import torch
+import torch.nn.functional as F
+
+from agents.history import History
+
+
+class RewardModel(ABC):
+    """Data and loss of R replicas.
+
+    Args:
+        num_replicas: ``R``.
+        dim: Feature dimension ``d``.
+        lambda_reg: Ridge weight ``lambda`` per replica, ``(R,)``.
+        device: Where every tensor lives.
+    """
+
+    #: Whether :meth:`gradient` accepts mini-batch indices (otherwise full batch only).
+    supports_minibatch = False
+    #: LMC-TS defaults for this model: ``eta_0`` and ``beta`` (see ``docs/agents.md``).
+    default_step_size: float
+    default_inverse_temperature: float
+
+    def __init__(self, num_replicas: int, dim: int, lambda_reg: torch.Tensor, device: torch.device) -> None:
+        self.num_replicas, self.dim, self.device = num_replicas, dim, device
+        self.lambda_reg = lambda_reg  # (R,)
+
+    @property
+    def n_params(self) -> int:
+        """``p``, the length of one replica's parameter vector."""
+        return self.dim
+
+    @property
+    @abstractmethod
+    def n_observations(self) -> int:
+        """Rounds learned from so far (one observation per replica each)."""
+
+    def initial_params(self) -> torch.Tensor:
+        """Starting point of the first chain, ``(R, p)``."""
+        return torch.zeros(self.num_replicas, self.n_params, device=self.device)
+
+    @abstractmethod
+    def scores(self, params: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
+        """Predicted reward (or a monotone transform of it) per arm: ``(R, p), (R, K, d) -> (R, K)``."""
+
+    @abstractmethod
+    def add(self, features: torch.Tensor, rewards: torch.Tensor) -> None:
+        """Learn one observation per replica: ``(R, d), (R,)``."""
+
+    @abstractmethod
+    def loss(self, params: torch.Tensor) -> torch.Tensor:
+        """``L_t(params)`` per replica: ``(R, p) -> (R,)``."""
+
+    def gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        """``grad L_t(params)``, ``(R, p) -> (R, p)``, by autograd of :meth:`loss` (full batch only)."""
+        if batch is not None:
+            raise ValueError(f"{type(self).__name__} computes full-batch gradients only")
+        with torch.enable_grad():
+            params = params.detach().requires_grad_()
+            (grad,) = torch.autograd.grad(self.loss(params).sum(), params)
+        return grad
+
+    @abstractmethod
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The tensors that make up the model's data (for ``save``)."""
+
+    @abstractmethod
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Inverse of :meth:`state_dict`."""
+
+
+def matvec(matrix: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
+    """``(R, d, d) @ (R, d) -> (R, d)`` as multiply-and-sum (tiny products stay off the BLAS threads)."""
+    return (matrix * vector[:, None, :]).sum(dim=-1)
+
+
+class LinearModel(RewardModel):
+    """Linear rewards ``x . theta``; ``L_t = sum_i (x_i . theta - r_i)^2 + lambda ||theta||^2``.
+
+    Keeps the Gram matrix ``V = lambda I + sum x x^T`` ``(R, d, d)``, the moment vector
+    ``b = sum r x`` ``(R, d)`` and ``sum r^2``, so ``L_t = theta^T V theta - 2 b^T theta + sum r^2``
+    and ``grad L_t = 2 (V theta - b)`` cost ``O(d^2)`` whatever the history length.
+    """
+
+    default_step_size = 0.3
+    default_inverse_temperature = 10.0
+
+    def __init__(self, num_replicas: int, dim: int, lambda_reg: torch.Tensor, device: torch.device) -> None:
+        super().__init__(num_replicas, dim, lambda_reg, device)
+        eye = torch.eye(dim, device=device)
+        self.gram = lambda_reg[:, None, None] * eye  # V (R, d, d)
+        self.moment = torch.zeros(num_replicas, dim, device=device)  # b (R, d)
+        self.reward_square_sum = torch.zeros(num_replicas, device=device)  # sum r^2 (R,)
+        self._count = 0
+
+    @property
+    def n_observations(self) -> int:
+        return self._count
+
+    def scores(self, params: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
+        return (contexts * params[:, None, :]).sum(dim=-1)  # (R, K)
+
+    def add(self, features: torch.Tensor, rewards: torch.Tensor) -> None:
+        self.gram = self.gram + features[:, :, None] * features[:, None, :]  # (R, d, d)
+        self.moment = self.moment + rewards[:, None] * features  # (R, d)
+        self.reward_square_sum = self.reward_square_sum + rewards**2
+        self._count += 1
+
+    def loss(self, params: torch.Tensor) -> torch.Tensor:
+        quadratic = (params * matvec(self.gram, params)).sum(dim=-1)  # theta^T V theta (R,)
+        return quadratic - 2.0 * (self.moment * params).sum(dim=-1) + self.reward_square_sum
+
+    def gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        return 2.0 * (matvec(self.gram, params) - self.moment)  # (R, d)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"gram": self.gram, "moment": self.moment, "reward_square_sum": self.reward_square_sum,
+                "count": torch.tensor(self._count)}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.gram, self.moment, self.reward_square_sum = state["gram"], state["moment"], state["reward_square_sum"]
+        self._count = int(state["count"])
+
+
+class LogisticModel(RewardModel):
+    """Logistic rewards ``sigmoid(x . theta)`` (a GLM); penalised negative log-likelihood.
+
+    ``L_t = sum_i (softplus(x_i . theta) - r_i x_i . theta) + lambda ||theta||^2`` and
+    ``grad L_t = sum_i (sigmoid(x_i . theta) - r_i) x_i + 2 lambda theta``. The data live in a
+    :class:`agents.history.History`; gradients are full-batch or over mini-batches of rows
+    (rescaled by ``n / B`` so that they estimate the full gradient).
+    """
+
+    supports_minibatch = True
+    default_step_size = 0.9
+    default_inverse_temperature = 30.0
+
+    def __init__(self, num_replicas: int, dim: int, lambda_reg: torch.Tensor, device: torch.device) -> None:
+        super().__init__(num_replicas, dim, lambda_reg, device)
+        self.data = History(num_replicas, {"features": (dim,), "rewards": ()}, device)
+
+    @property
+    def n_observations(self) -> int:
+        return len(self.data)
+
+    def scores(self, params: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
+        return (contexts * params[:, None, :]).sum(dim=-1)  # (R, K): logits, monotone in the mean reward
+
+    def add(self, features: torch.Tensor, rewards: torch.Tensor) -> None:
+        self.data.append(features=features, rewards=rewards)
+
+    def _rows(self, batch: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, float]:
+        """Features ``(R, n, d)``, rewards ``(R, n)`` of all rows or of a mini-batch, and the scale ``n / B``."""
+        x, r = self.data["features"], self.data["rewards"]
+        if batch is None:
+            return x, r, 1.0
+        replicas = torch.arange(self.num_replicas, device=batch.device)[:, None]  # (R, 1)
+        return x[replicas, batch], r[replicas, batch], len(self.data) / batch.shape[1]
+
+    def loss(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        x, r, scale = self._rows(batch)
+        z = (x @ params[:, :, None])[:, :, 0]  # (R, n)
+        return scale * (F.softplus(z) - r * z).sum(dim=1) + self.lambda_reg * (params**2).sum(dim=1)
+
+    def gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        x, r, scale = self._rows(batch)
+        residual = torch.sigmoid((x @ params[:, :, None])[:, :, 0]) - r  # (R, n)
+        return scale * (residual[:, None, :] @ x)[:, 0] + 2.0 * self.lambda_reg[:, None] * params  # (R, d)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return self.data.state_dict()
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.data.load_state_dict(state)
+
+
+#: The models ``LMCTS(model=...)`` accepts by name; the neural model joins here.
+MODELS: dict[str, type[RewardModel]] = {"linear": LinearModel, "glm": LogisticModel}

@@ -1,0 +1,96 @@
+"""Each compiled kernel equals the torch function it accelerates, within float32 tolerances.
+
+Tolerances: the kernels sum in another order than torch (and torch's own order is not
+specified), so results agree to a few float32 ulps of the largest terms, not bit for bit.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from replicas import linear_rounds
+
+from agents import _kernels
+from agents.lmcts import langevin_steps
+from agents.linear import potter_update, ridge_update, ucb_scores
+from agents.models import LinearModel
+from bandit_gym import rng
+from bandit_gym.rng import Stream
+
+
+@pytest.fixture(autouse=True)
+def kernels():
+    """These tests call both paths themselves (overrides the two-way fixture of conftest.py)."""
+
+
+def both_ways(monkeypatch, function, *args):
+    """``function(*args)`` with the kernels on, then off."""
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
+    fast = function(*args)
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+    return fast, function(*args)
+
+
+def test_kernels_switch_off_with_the_environment_variable(monkeypatch):
+    x = torch.zeros(3)
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
+    assert _kernels.enabled(x)
+    assert not _kernels.enabled(x.double()) and not _kernels.enabled(x.requires_grad_())
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+    assert not _kernels.enabled(torch.zeros(3))
+
+
+@pytest.mark.parametrize("shape", [(7,), (100, 20), (3, 5)])
+def test_normal_kernel_equals_rng_normal(shape):
+    keys = rng.seed_to_key(list(range(5)) + [2**40, 123456789])
+    for counter in (0, 1, 10_000):
+        # Both: float64 Box-Muller rounded once to float32 (libm vs torch's log/cos/sin: <= 1 ulp).
+        torch.testing.assert_close(_kernels.normal(keys, Stream.SAMPLE, counter, shape),
+                                   rng.normal(keys, Stream.SAMPLE, counter, shape), rtol=2e-7, atol=1e-7)
+
+
+def _statistics(R=6, d=5, T=40, seed=0):
+    _, _, _, played, rewards = linear_rounds(T, R, 4, d, seed=seed, noise=0.1)
+    model = LinearModel(R, d, torch.linspace(0.5, 2.0, R), torch.device("cpu"))
+    for x, r in zip(played, rewards, strict=True):
+        model.add(x, r)
+    return model
+
+
+def test_linear_langevin_kernel_equals_langevin_steps(monkeypatch):
+    model = _statistics()
+    R, d = model.num_replicas, model.dim
+    gen = torch.Generator().manual_seed(1)
+    theta, noise = torch.randn(R, d, generator=gen), torch.randn(R, 50, d, generator=gen)
+    eta, beta = torch.linspace(1e-3, 1e-2, R), torch.linspace(1.0, 100.0, R)
+    fast = _kernels.linear_langevin(model.gram, model.moment, theta, eta, beta, noise)
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+    # 50 contracting steps of O(1) values: float32 rounding accumulates to ~1e-6.
+    torch.testing.assert_close(fast, langevin_steps(model, theta, eta, beta, noise), rtol=1e-5, atol=1e-5)
+
+
+def test_ucb_scores_kernel_equals_torch(monkeypatch):
+    R, K, d = 6, 9, 5
+    _, contexts, _, played, _ = linear_rounds(30, R, K, d, seed=2)
+    gram_inverse = torch.linalg.inv(torch.eye(d) + played.transpose(0, 1).mT @ played.transpose(0, 1))  # (R, d, d)
+    gram_inverse = (gram_inverse + gram_inverse.mT) / 2
+    theta = torch.randn(R, d, generator=torch.Generator().manual_seed(3))
+    nu = torch.linspace(0.0, 2.0, R)
+    fast, plain = both_ways(monkeypatch, ucb_scores, contexts[0], theta, gram_inverse, nu)
+    torch.testing.assert_close(fast, plain, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("update", [ridge_update, potter_update])
+def test_ridge_update_kernels_equal_torch(monkeypatch, update):
+    R, d = 6, 5
+    _, _, _, played, rewards = linear_rounds(60, R, 4, d, seed=4, noise=0.1)
+    state = {"1": None, "0": None}
+    for flag in state:
+        monkeypatch.setenv("BANDIT_GYM_KERNELS", flag)
+        matrix, moment = torch.eye(d).expand(R, d, d).clone(), torch.zeros(R, d)
+        for x, r in zip(played, rewards, strict=True):
+            matrix, moment, theta = update(matrix, moment, x, r)
+        state[flag] = (matrix, moment, theta)
+    # 60 rank-one updates of entries <= 1: rounding differences stay ~1e-6.
+    for fast, plain in zip(state["1"], state["0"], strict=True):
+        torch.testing.assert_close(fast, plain, rtol=1e-5, atol=1e-5)

@@ -1,0 +1,153 @@
+"""LinUCB, LinTS and EpsGreedy: oracle fits, the bonus, the LinTS posterior, exploration, bad input.
+
+Agents built without an env say ``device="cpu"``: ``"auto"`` would pick a GPU where there is one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from replicas import feed, linear_rounds, make_vec
+
+from agents import EpsGreedy, LinTS, LinUCB
+
+SMALL = {"n_arms": 8, "dim": 5, "horizon": 300}
+
+
+@pytest.mark.parametrize("cls", [LinUCB, LinTS, EpsGreedy])
+def test_ridge_zero_exploration_recovers_theta(cls):
+    """Exploration off, noise-free rewards: theta_hat is the ridge solution of
+    sum (x^T theta - r)^2 + lambda |theta|^2, and close to theta*."""
+    R, K, d, lam = 3, 6, 5, 1e-3
+    theta_star, contexts, actions, played, rewards = linear_rounds(200, R, K, d)
+    kwargs = {"horizon": 200} if cls is LinTS else {}
+    agent = cls(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, exploration_scale=0.0, lambda_reg=lam,
+                **kwargs)
+    feed(agent, contexts, actions, rewards)
+    X, y = played.double().transpose(0, 1), rewards.double().T  # (R, T, d), (R, T)
+    ridge = torch.linalg.solve(X.mT @ X + lam * torch.eye(d, dtype=torch.float64), (X.mT @ y[..., None]))[..., 0]
+    torch.testing.assert_close(agent.theta_hat.double(), ridge, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(agent.theta_hat, theta_star, rtol=0, atol=1e-2)  # ridge bias ~ lam / T
+    x = torch.randn(R, K, d, generator=torch.Generator().manual_seed(1))
+    action, _ = agent.predict(x)  # with exploration off every agent plays the greedy arm
+    assert torch.equal(action, (x * agent.theta_hat[:, None]).sum(-1).argmax(1))
+
+
+def test_linucb_bonus_is_nu_t_times_confidence_width():
+    """An arm's index is x^T theta_hat + c sqrt(d log t) sqrt(x^T V^-1 x)."""
+    R, K, d = 1, 2, 3
+    agent = LinUCB(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, exploration_scale=0.5)
+    _, contexts, actions, _, rewards = linear_rounds(9, R, K, d, seed=4)
+    feed(agent, contexts, actions, rewards)  # now t = 10
+    assert agent.bonus_scale().item() == pytest.approx(0.5 * math.sqrt(d * math.log(10)))
+    v_inv = agent.gram_inverse[0].double()
+    gen = torch.Generator().manual_seed(5)
+    for _ in range(20):  # arms where the mean and the width disagree: the index decides
+        x = torch.randn(2, d, dtype=torch.float64, generator=gen)
+        index = x @ agent.theta_hat[0].double() + agent.bonus_scale().item() * ((x @ v_inv) * x).sum(-1).sqrt()
+        if abs(index[0] - index[1]) > 1e-4:
+            assert int(agent.predict(x.float().numpy())[0]) == int(index.argmax())
+
+
+def test_sherman_morrison_and_potter_updates_match_linalg_inv():
+    R, K, d = 4, 10, 8
+    _, contexts, actions, played, rewards = linear_rounds(1000, R, K, d, seed=6)
+    linucb = LinUCB(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0)
+    lints = LinTS(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, horizon=1000)
+    feed(linucb, contexts, actions, rewards)
+    feed(lints, contexts, actions, rewards)
+    X = played.double().transpose(0, 1)  # (R, T, d)
+    gram = X.mT @ X + torch.eye(d, dtype=torch.float64)  # (R, d, d)
+    # float32 rank-one updates: errors grow like sqrt(T) eps32 |V^-1|; 1e-5 absolute is ~100x that.
+    torch.testing.assert_close(linucb.gram_inverse.double(), torch.linalg.inv(gram), rtol=1e-4, atol=1e-5)
+    root = lints.gram_inverse_root.double()  # S with S S^T = V^-1 (Potter's updates)
+    torch.testing.assert_close(root @ root.mT, torch.linalg.inv(gram), rtol=1e-4, atol=1e-5)
+
+
+def test_lints_samples_have_covariance_v2_gram_inverse():
+    """theta_t ~ N(theta_hat, v^2 V^-1), v = c sqrt(d log T), over N = 20,000 replicas fed the same data.
+
+    Whitened with an independent float64 factor of V, w = L^T (theta - theta_hat) / v must be
+    N(0, I): each mean has sd 1/sqrt(N), each covariance entry sd <= sqrt(2/N); bounds 5 sd. A
+    wrong scale (v instead of v^2, V instead of V^-1, a factor 2) moves entries by far more.
+    """
+    N, K, d, T = 20_000, 5, 4, 500
+    agent = LinTS(None, device="cpu", n_arms=K, dim=d, num_replicas=N, seed=11, exploration_scale=0.3, horizon=T)
+    v = 0.3 * math.sqrt(d * math.log(T))
+    torch.testing.assert_close(agent.posterior_scale, torch.full((N,), v))
+    _, contexts, actions, played, rewards = linear_rounds(30, 1, K, d, seed=7, noise=0.1)
+    for x, a, r in zip(contexts, actions, rewards, strict=True):
+        agent.update(x.expand(N, K, d), a.expand(N), r.expand(N))
+    X, y = played[:, 0].double(), rewards[:, 0].double()  # (T, d), (T,)
+    gram = X.T @ X + torch.eye(d, dtype=torch.float64)
+    theta_hat = torch.linalg.solve(gram, X.T @ y)
+    w = (agent.sample_theta().double() - theta_hat) @ torch.linalg.cholesky(gram) / v  # (N, d)
+    assert w.mean(0).abs().max() < 5 / math.sqrt(N)
+    assert (torch.cov(w.T) - torch.eye(d, dtype=torch.float64)).abs().max() < 5 * math.sqrt(2 / N)
+
+
+def test_lints_draws_differ_between_rounds_and_not_within_one():
+    agent = LinTS(None, device="cpu", n_arms=4, dim=3, num_replicas=2, seed=0, horizon=100)
+    first, again = agent.sample_theta(), agent.sample_theta()
+    assert torch.equal(first, again)  # predict does not change the agent
+    agent.update(torch.ones(2, 4, 3), [0, 1], [1.0, 0.0])
+    assert not torch.equal(first, agent.sample_theta())
+
+
+def test_epsgreedy_explores_at_rate_c_over_sqrt_t():
+    """epsilon_t = min(1, c / sqrt(t)). At t = 16, c = 2: epsilon = 0.5, so P(non-greedy arm) =
+    0.5 (1 - 1/K) = 0.375 for K = 4; over N = 20,000 replicas the frequency has sd 0.0034 (bound 5 sd)."""
+    agent = EpsGreedy(None, device="cpu", n_arms=4, dim=3, seed=0, exploration_scale=2.0)
+    assert [agent.exploration_rate(t).item() for t in (1, 4, 16, 64)] == [1.0, 1.0, 0.5, 0.25]
+    N, K, d = 20_000, 4, 2
+    agent = EpsGreedy(None, device="cpu", n_arms=K, dim=d, num_replicas=N, seed=0, exploration_scale=2.0)
+    agent.update(torch.eye(d)[None, :1].expand(N, K, d).contiguous(), torch.zeros(N, dtype=torch.long), torch.ones(N))
+    agent.t = 16
+    x = torch.zeros(N, K, d)
+    x[:, 2, 0] = 1.0  # arm 2 is the unique greedy arm
+    action, _ = agent.predict(x)
+    assert abs((action != 2).float().mean().item() - 0.375) < 5 * math.sqrt(0.375 * 0.625 / N)
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "match"),
+    [
+        (LinUCB, {"exploration_scale": -1.0}, r"exploration_scale must be a finite number >= 0, got -1\.0"),
+        (LinUCB, {"exploration_scale": float("nan")}, "exploration_scale"),
+        (LinUCB, {"exploration_scale": [0.1, 0.2]}, r"exploration_scale must be a number or hold one value per "
+                                                    r"replica \(3\), got 2 values"),
+        (LinUCB, {"exploration_scale": [0.1, -0.2, 0.3]}, r"exploration_scale .* got -0\.2"),
+        (LinUCB, {"lambda_reg": 0.0}, r"lambda_reg must be a finite number > 0, got 0\.0"),
+        (LinTS, {"exploration_scale": True}, "exploration_scale"),
+        (LinTS, {"horizon": 1}, r"horizon must be an integer >= 2, got 1"),
+        (LinTS, {"lambda_reg": float("inf")}, "lambda_reg"),
+        (EpsGreedy, {"exploration_scale": "1"}, "exploration_scale"),
+        (EpsGreedy, {"lambda_reg": -2}, "lambda_reg"),
+    ],
+)
+def test_bad_hyperparameters_raise(cls, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        cls(make_vec("LinearBandit-v0", 3, SMALL), seed=0, **kwargs)
+
+
+def test_lints_needs_a_horizon_without_env():
+    with pytest.raises(ValueError, match="horizon must be given"):
+        LinTS(None, device="cpu", n_arms=3, dim=2, seed=0)
+    assert LinTS(make_vec("LinearBandit-v0", 3, SMALL), seed=0).hyperparameters()["horizon"] == SMALL["horizon"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("cls", [LinUCB, LinTS, EpsGreedy])
+def test_cuda_agrees_with_cpu(cls):
+    """The same recorded rounds on both devices: the estimates agree to float32 rounding."""
+    R, K, d, T = 3, 8, 5, 100
+    _, contexts, actions, _, rewards = linear_rounds(T, R, K, d, seed=21)
+    kwargs = {"horizon": T} if cls is LinTS else {}
+    agents = {device: cls(None, n_arms=K, dim=d, num_replicas=R, seed=0, device=device, **kwargs)
+              for device in ("cpu", "cuda")}
+    for x, a, r in zip(contexts, actions, rewards, strict=True):
+        for device, agent in agents.items():
+            agent.update(x.to(device), a.to(device), r.to(device))
+    torch.testing.assert_close(agents["cuda"].theta_hat.cpu(), agents["cpu"].theta_hat, rtol=1e-4, atol=1e-5)
