@@ -1,23 +1,29 @@
 """Shared machinery of every bandit env: one batched simulator, two Gymnasium faces.
 
 A :class:`BanditSimulator` holds ``R`` independent replicas of one contextual
-bandit problem as tensors and advances them all with tensor operations. The
-single env (:class:`BanditEnv`, ``R = 1``, numpy in and out) and the native
-batched env (:class:`BanditVectorEnv`, any ``R``, torch or numpy) both drive the
-same simulator class, so a problem's math is written exactly once.
+bandit as tensors. One round, in the order it runs (see ``docs/envs.md``):
 
-Seeding: every random number is a function of the replica's key (see
-``bandit_gym._rng``). ``reset(seed=s)`` on a single env uses the key of ``s``;
-replica ``i`` of a batched env reset with ``seed=s`` uses the key of ``s + i``
-(Gymnasium's own convention for vector envs), so it reproduces the single env
-reset with ``seed=s + i`` exactly. An unseeded ``reset`` moves every replica to
-its next episode key; the first unseeded ``reset`` draws a seed from
-``self.np_random``.
+1. :meth:`BanditSimulator._observe`: the arms of round ``t`` (``_contexts``), their
+   expected rewards (``_mean_rewards``), the best value and the first optimal arm;
+2. :meth:`BanditSimulator.step`: the chosen arms' expected rewards, their regret
+   ``best - chosen`` and random rewards (``_sample_rewards``); then ``t + 1`` and step 1.
+
+The single env (:class:`BanditEnv`, ``R = 1``, numpy) and the native batched env
+(:class:`BanditVectorEnv`, any ``R``) drive the same simulator class, so
+a problem's math is written once.
+
+Seeding: every random number is a function of a replica's key (:mod:`bandit_gym.rng`).
+``reset(seed=s)`` uses the key of ``s``; an unseeded ``reset`` moves to the next
+episode's key (the first one draws a seed from ``self.np_random``).
 """
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import numbers
+import os
+import threading
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -27,126 +33,178 @@ import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from bandit_gym import _kernels, _rng
-
-
-def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    """Validate an integer keyword, naming it in the error."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def check_nonnegative_float(name: str, value: Any) -> float:
-    """Validate a finite float keyword >= 0, naming it in the error."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return float(value)
+from bandit_gym import rng
+from bandit_gym.validation import check_choice, check_int, resolve_device
 
 
 class BanditSimulator(ABC):
-    """``R`` replicas of a contextual bandit, advanced in lockstep with tensor ops.
+    """``R`` replicas of a contextual bandit, advanced in lockstep with tensor operations.
 
-    Subclasses implement :meth:`_new_episode` (draw the instance from the keys),
-    :meth:`_contexts` (the arm features of round ``t``) and
-    :meth:`_mean_rewards` / :meth:`_sample_rewards`; everything else (round
-    counting, regret, seeding) lives here. A subclass that can compute many
-    rounds at once overrides :meth:`_round` instead of :meth:`_contexts`.
+    Rounds are computed a block of ``block_rounds`` rounds at a time (one generator call and a
+    few tensor operations per block instead of per round; the block size never depends on
+    ``R``). Subclasses draw what stays fixed for an episode in :meth:`_new_episode` and define
+    :meth:`_contexts`, :meth:`_mean_rewards` and :meth:`_sample_rewards`. A pickled simulator
+    holds its configuration, keys and round; the attributes named in :attr:`derived` are
+    recomputed from them when it is loaded.
     """
 
     n_arms: int
     dim: int
     horizon: int
+    block_rounds: int = 1
     #: Bounds of every feature, for the observation space.
     feature_low: float = -np.inf
     feature_high: float = np.inf
-    #: Bounds of a single reward, for ``reward_range``-style documentation.
-    reward_low: float = -np.inf
-    reward_high: float = np.inf
+    #: Attributes computed from the keys and the round, left out of pickles.
+    derived: tuple[str, ...] = ("contexts", "expected", "best", "optimal_action", "_rounds", "_block_index")
 
     def __init__(self, num_replicas: int, device: torch.device | str = "cpu") -> None:
-        self.num_replicas = check_positive_int("num_envs", num_replicas)
+        self.num_replicas = check_int("num_envs", num_replicas)
         self.device = torch.device(device)
-        self.keys = torch.zeros(self.num_replicas, dtype=torch.int64, device=self.device)  # (R,)
+        self.keys: torch.Tensor | None = None  # (R,) int64, set by reset
         self.t = 0
-        self.contexts: torch.Tensor | None = None  # (R, K, d) of the current round
-        self.expected: torch.Tensor | None = None  # (R, K) expected rewards of those arms
-        self.best: torch.Tensor | None = None  # (R,) the largest of them
-        self.optimal_action: torch.Tensor | None = None  # (R,) the first arm that has it
+        self.__dict__.update(dict.fromkeys(self.derived))  # contexts (R, K, d), expected (R, K), best, optimal (R,)
+        self._block_index = -1
 
-    # -- to implement -------------------------------------------------------
     @abstractmethod
     def _new_episode(self) -> None:
-        """Draw what stays fixed for the episode (theta*, a fixed arm set) from ``self.keys``."""
+        """Draw what stays fixed for the episode (theta*, a fixed arm set, a row order) from ``self.keys``."""
 
-    def _contexts(self, t: int) -> torch.Tensor:
-        """Arm features of round ``t`` (0-based), ``(R, K, d)`` float32 (used by :meth:`_round`)."""
-        raise NotImplementedError
+    @abstractmethod
+    def _contexts(self, block: int) -> torch.Tensor:
+        """Arm features of rounds ``block B .. block B + B - 1`` (``B = block_rounds``), ``(R, B, K, d)`` float32,
+        in memory of their own (the observations handed out are views of it)."""
 
     @abstractmethod
     def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
-        """Expected reward of every arm, ``(R, K, d) -> (R, K)`` (or ``(R, B, K, d) -> (R, B, K)``, B rounds)."""
+        """Expected reward of every arm, ``(R, B, K, d) -> (R, B, K)`` float32."""
 
     @abstractmethod
     def _sample_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
-        """Random rewards of the chosen arms given their expected rewards ``(R,) -> (R,)``."""
+        """Random rewards of round ``t``'s chosen arms given their expected rewards, ``(R,) -> (R,)``."""
 
-    # -- driven by the envs ---------------------------------------------------
     def reset(self, keys: torch.Tensor) -> None:
+        """Start an episode for each replica key ``(R,)``."""
         self.keys = keys.to(self.device)
         self.t = 0
         self._new_episode()
+        self._block_index = -1
         self._observe()
-
-    def _round(self, t: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Round ``t`` (0-based): arm features ``(R, K, d)``, expected rewards ``(R, K)``, their largest
-        value ``(R,)`` and the first arm that has it ``(R,)``.
-
-        The features are the caller's to keep or modify: a new tensor, or a view of memory the
-        simulator never reads again. The other three are read only by the simulator (``info``
-        copies them). A subclass that computes many rounds at once overrides this method.
-        """
-        contexts = self._contexts(t)
-        expected = self._mean_rewards(contexts)  # (R, K)
-        best, optimal = expected.max(dim=1)  # (R,), (R,): the first maximiser
-        return contexts, expected, best, optimal
 
     def _observe(self) -> None:
-        self.contexts, self.expected, self.best, self.optimal_action = self._round(self.t)
+        """Set round ``t``'s arms ``(R, K, d)``, expected rewards ``(R, K)``, best value and first optimal arm ``(R,)``."""
+        block, row = divmod(self.t, self.block_rounds)
+        if block != self._block_index:
+            contexts = self._contexts(block)  # (R, B, K, d)
+            expected = self._mean_rewards(contexts)  # (R, B, K)
+            best, optimal = expected.amax(dim=2), expected.argmax(dim=2)  # (R, B) each; argmax: the first maximiser
+            self._rounds = list(zip(*(x.unbind(1) for x in (contexts, expected, best, optimal)), strict=True))
+            self._block_index = block
+        self.contexts, self.expected, self.best, self.optimal_action = self._rounds[row]
 
     def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Play ``actions`` ``(R,)`` int64 in the current round; return ``(rewards, regret)``, both ``(R,)``."""
-        rewards, regret = self._outcome(actions)
+        """Play ``actions`` ``(R,)`` int64 in round ``t``; return ``(rewards, regret)``, ``(R,)`` each."""
+        chosen = self.expected.gather(1, actions[:, None])[:, 0]  # (R,)
+        regret = self.best - chosen  # (R,) exactly 0 for an optimal arm
+        rewards = self._sample_rewards(chosen, self.t)  # (R,)
         self.t += 1
-        # The round after the horizon is observed too, so that the final observation
-        # and its info agree as always; it is never played.
-        self._observe()
+        self._observe()  # round `horizon` is observed too (the final observation), never played
         return rewards, regret
-
-    def _outcome(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The round's rewards and regrets of ``actions`` ``(R,)``: ``(R,)`` each."""
-        if self.device.type == "cpu" and self.expected.dtype == torch.float32:  # one compiled call, same numbers
-            chosen, regret = _kernels.chosen_and_regret(self.expected.numpy(), self.best.numpy(), actions.numpy())
-            chosen, regret = torch.from_numpy(chosen), torch.from_numpy(regret)  # (R,) each
-        else:
-            chosen = self.expected.gather(1, actions[:, None]).squeeze(1)  # (R,)
-            regret = self.best - chosen
-        return self._sample_rewards(chosen, self.t), regret
 
     @property
     def truncated(self) -> bool:
         return self.t >= self.horizon
 
-    def info(self) -> dict[str, torch.Tensor]:
-        """What the current observation's arms are worth (never needed to act); copies, the caller's to keep."""
-        return {"expected_rewards": self.expected.clone(), "optimal_action": self.optimal_action.clone()}
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in self.derived}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__dict__.update(dict.fromkeys(self.derived))
+        self._block_index = -1
+        if self.keys is not None:  # a loaded pickle: recompute the episode's draws and round t
+            t = self.t
+            self.reset(self.keys)
+            self.t = t
+            self._observe()
+
+
+#: True in a process forked from one that had native threads running (PyTorch's OpenMP pool): there, a
+#: multi-threaded torch op hangs for ever. Set in the parent just before a fork; the parent then clears it.
+_forked_after_threads = False
+
+
+def _note_threads_before_fork() -> None:
+    global _forked_after_threads
+    try:
+        _forked_after_threads = len(os.listdir("/proc/self/task")) > threading.active_count()
+    except OSError:  # no /proc: nothing known
+        _forked_after_threads = False
+
+
+def _clear_in_parent() -> None:
+    global _forked_after_threads
+    _forked_after_threads = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_note_threads_before_fork, after_in_parent=_clear_in_parent)
+
+
+def check_fork_safe(what: str) -> None:
+    """Fail at once, saying what to do, where large torch ops would hang (a forked child of a threaded parent)."""
+    if _forked_after_threads and torch.get_num_threads() > 1:
+        raise RuntimeError(
+            f"{what} cannot run in this process: it was forked from a process that had started PyTorch's threads, "
+            "and multi-threaded PyTorch operations hang in such a child. Start worker processes with 'spawn' or "
+            "'forkserver', e.g. gym.make_vec(env_id, num_envs=n, vectorization_mode='async', "
+            "vector_kwargs={'context': 'spawn'}).")
+
+
+def check_memory(num_bytes: float, what: str) -> None:
+    """Refuse up front an env whose tensors would not fit in this machine's memory."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not a POSIX system: no estimate to compare with
+        return
+    if num_bytes > total:
+        raise MemoryError(f"{what} needs about {num_bytes / 2**30:,.1f} GiB of memory; this machine has "
+                          f"{total / 2**30:,.1f} GiB. Use fewer arms, a smaller dim or fewer replicas.")
+
+
+def check_keywords(face: type, simulator_class: type, kwargs: dict[str, Any], own: tuple[str, ...]) -> None:
+    """Raise a ``TypeError`` naming the env id, the unknown keyword, the accepted ones and the closest match."""
+    params = inspect.signature(simulator_class.__init__).parameters
+    accepted = sorted([name for name, p in params.items() if p.kind == p.KEYWORD_ONLY] + list(own))
+    unknown = [name for name in kwargs if name not in accepted]
+    if not unknown:
+        return
+    path = f"{face.__module__}:{face.__name__}"
+    ids = [s.id for s in gym.registry.values() if path in (s.entry_point, s.vector_entry_point)]
+    name = " / ".join(ids) if ids else face.__name__
+    close = difflib.get_close_matches(unknown[0], accepted, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise TypeError(f"{name} got an unexpected keyword argument {unknown[0]!r}{hint}; "
+                    f"accepted keywords: {', '.join(accepted)}")
+
+
+def check_render_mode(render_mode: str | None, modes: list[str]) -> str | None:
+    if render_mode is not None and render_mode not in modes:
+        raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
+    return render_mode
+
+
+def render_text(sim: BanditSimulator, replica: int, last_action: int | None) -> str:
+    """One replica's round as text: the round, its arms' expected rewards and the last choice."""
+    means = " ".join(f"{v:.3f}" for v in sim.expected[replica].tolist())
+    last = "none yet" if last_action is None else str(last_action)
+    return (f"round {sim.t}/{sim.horizon}  last choice: {last}  optimal arm: {int(sim.optimal_action[replica])}\n"
+            f"expected rewards: {means}\n")
 
 
 def _action_error(action: Any, n_arms: int, why: str) -> ValueError:
-    return ValueError(
-        f"action must be an integer arm index in [0, {n_arms}) (Discrete({n_arms})); "
-        f"got {action!r} of type {type(action).__name__}: {why}"
-    )
+    return ValueError(f"action must be an integer arm index in [0, {n_arms}) (Discrete({n_arms})); "
+                      f"got {action!r} of type {type(action).__name__}: {why}")
 
 
 class BanditEnv(gym.Env):
@@ -154,49 +212,57 @@ class BanditEnv(gym.Env):
 
     Observations are numpy ``(n_arms, dim)`` float32; ``info`` carries
     ``expected_rewards`` and ``optimal_action`` of the observation it comes with,
-    and, from ``step``, the ``regret`` of the round just played.
+    and, from ``step``, the ``regret`` of the round just played. ``render_mode="ansi"``
+    makes :meth:`render` return the round as text.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
     simulator_class: type[BanditSimulator]
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
+        check_keywords(type(self), self.simulator_class, kwargs, ("render_mode",))
+        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         self.sim = self.simulator_class(num_replicas=1, device="cpu", **kwargs)
         self.n_arms, self.dim, self.horizon = self.sim.n_arms, self.sim.dim, self.sim.horizon
         self.observation_space = gym.spaces.Box(
-            self.sim.feature_low, self.sim.feature_high, shape=(self.n_arms, self.dim), dtype=np.float32
-        )
+            self.sim.feature_low, self.sim.feature_high, shape=(self.n_arms, self.dim), dtype=np.float32)
         self.action_space = gym.spaces.Discrete(self.n_arms)
-        self._key: torch.Tensor | None = None
+        self._last_action: int | None = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            rng.check_seed(seed)
+        if options:
+            raise ValueError(f"options are not supported by {type(self).__name__}.reset, got {options!r}")
         super().reset(seed=seed)
         if seed is not None:
-            self._key = _rng.seed_to_key(torch.tensor([seed]))
-        elif self._key is None:
-            self._key = _rng.seed_to_key(torch.from_numpy(self.np_random.integers(0, 2**62, size=1)))
+            key = rng.seed_to_key(seed)
+        elif self.sim.keys is None:
+            key = rng.seed_to_key(int(self.np_random.integers(0, 2**63)))
         else:
-            self._key = _rng.next_episode_key(self._key)
-        self.sim.reset(self._key)
-        return self._observation(), self._info()
+            key = rng.next_episode_key(self.sim.keys)
+        self.sim.reset(key)
+        self._last_action = None
+        return self.sim.contexts.numpy()[0], self._info()
 
     def step(self, action: Any):
-        if self._key is None:
+        if self.sim.keys is None:
             raise RuntimeError("call reset() before step()")
         if self.sim.truncated:
             raise RuntimeError(f"the episode ended at its horizon ({self.horizon} rounds); call reset()")
-        index = self._check_action(action)
-        rewards, regret = self.sim.step(torch.tensor([index]))
+        self._last_action = self._check_action(action)
+        rewards, regret = self.sim.step(torch.tensor([self._last_action]))  # (1,) each
         info = self._info()
-        info["regret"] = float(regret[0])
-        return self._observation(), float(rewards[0]), False, self.sim.truncated, info
+        info["regret"] = regret.item()
+        return self.sim.contexts.numpy()[0], rewards.item(), False, self.sim.truncated, info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self.sim.keys is None:
+            return None
+        return render_text(self.sim, 0, self._last_action)
 
     def _check_action(self, action: Any) -> int:
-        if isinstance(action, np.ndarray):
-            if action.shape != ():
-                raise _action_error(action, self.n_arms, f"expected a scalar, got shape {action.shape}")
-            action = action[()]
-        elif isinstance(action, torch.Tensor):
+        if isinstance(action, (np.ndarray, torch.Tensor)):
             if action.ndim != 0:
                 raise _action_error(action, self.n_arms, f"expected a scalar, got shape {tuple(action.shape)}")
             action = action.item()
@@ -206,123 +272,119 @@ class BanditEnv(gym.Env):
             raise _action_error(action, self.n_arms, "out of range")
         return int(action)
 
-    def _observation(self) -> np.ndarray:
-        return self.sim.contexts[0].numpy()  # (K, d)
-
     def _info(self) -> dict[str, Any]:
-        info = self.sim.info()
-        return {"expected_rewards": info["expected_rewards"][0].numpy(),
-                "optimal_action": int(info["optimal_action"][0])}
+        return {"expected_rewards": self.sim.expected.numpy()[0].copy(), "optimal_action": self.sim.optimal_action.item()}
 
 
 class BanditVectorEnv(VectorEnv):
     """``num_envs`` independent replicas of a bandit, simulated as one batch.
 
-    Arrays are torch tensors on ``device`` by default (``array_type="torch"``),
-    or numpy arrays with ``array_type="numpy"``. Actions ``(num_envs,)`` may be
-    either. When the horizon is reached every replica is truncated together and
-    the next ``step`` resets them (Gymnasium's ``NEXT_STEP`` autoreset mode).
+    Replica ``i`` of ``reset(seed=s)`` is the single env reset with ``seed=s + i``. Arrays are
+    numpy on CPU and torch tensors on CUDA by default (``array_type="numpy"`` or ``"torch"`` to
+    choose); ``info`` has :class:`~gymnasium.vector.SyncVectorEnv`'s layout (``_key`` masks,
+    ``regret`` float64). All replicas truncate together after ``min(horizon, max_episode_steps)``
+    rounds and the next ``step`` resets them (``AutoresetMode.NEXT_STEP``).
     """
 
-    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": ["ansi"], "render_fps": 1, "autoreset_mode": AutoresetMode.NEXT_STEP}
     simulator_class: type[BanditSimulator]
 
-    def __init__(self, num_envs: int = 1, device: str | torch.device = "cpu", array_type: str = "torch", **kwargs: Any):
-        if array_type not in ("torch", "numpy"):
-            raise ValueError(f"array_type must be 'torch' or 'numpy', got {array_type!r}")
-        self.array_type = array_type
-        self.device = _resolve_device(device)
+    def __init__(self, num_envs: int = 1, device: str | torch.device = "cpu", array_type: str | None = None,
+                 render_mode: str | None = None, max_episode_steps: int | None = None, **kwargs: Any) -> None:
+        own = ("num_envs", "device", "array_type", "render_mode", "max_episode_steps")
+        check_keywords(type(self), self.simulator_class, kwargs, own)
+        self.device = resolve_device(device)
+        default = "numpy" if self.device.type == "cpu" else "torch"
+        self.array_type = check_choice("array_type", default if array_type is None else array_type, ("numpy", "torch"))
+        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         self.sim = self.simulator_class(num_replicas=num_envs, device=self.device, **kwargs)
         self.num_envs = self.sim.num_replicas
         self.n_arms, self.dim, self.horizon = self.sim.n_arms, self.sim.dim, self.sim.horizon
+        limit = self.horizon if max_episode_steps is None else check_int("max_episode_steps", max_episode_steps)
+        self.episode_steps = min(self.horizon, limit)
         self.single_observation_space = gym.spaces.Box(
-            self.sim.feature_low, self.sim.feature_high, shape=(self.n_arms, self.dim), dtype=np.float32
-        )
+            self.sim.feature_low, self.sim.feature_high, shape=(self.n_arms, self.dim), dtype=np.float32)
         self.single_action_space = gym.spaces.Discrete(self.n_arms)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self._keys: torch.Tensor | None = None
         self._needs_reset = False
+        self._last_actions: torch.Tensor | None = None
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
-        # self.np_random only supplies the seed of a first, unseeded reset.
-        super().reset(seed=seed[0] if isinstance(seed, (list, tuple)) and seed else seed)
+        if options:
+            mask = options.get("reset_mask") if set(options) == {"reset_mask"} else None
+            if mask is None or not bool(np.all(np.asarray(mask))):
+                raise ValueError(f"options: only reset_mask with every replica True is supported (the replicas "
+                                 f"share one round counter; reset them all); got {options!r}")
+        if isinstance(seed, (list, tuple)):
+            if len(seed) != self.num_envs:
+                raise ValueError(f"seed must be an int or a list of {self.num_envs} ints, got {len(seed)} seeds")
+            seeds = [rng.check_seed(s) for s in seed]
+        elif seed is not None:
+            seeds = [rng.check_seed(seed) + i for i in range(self.num_envs)]
+        super().reset(seed=seeds[0] if seed is not None else None)  # self.np_random: seeds an unseeded first reset
         if seed is not None:
-            seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed + i for i in range(self.num_envs)]
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"seed must be an int or a list of {self.num_envs} ints, got {len(seeds)} seeds")
-            self._keys = _rng.seed_to_key(torch.tensor(seeds, dtype=torch.int64))
-        elif self._keys is None:
+            keys = rng.seed_to_key(seeds)
+        elif self.sim.keys is None:
             first = int(self.np_random.integers(0, 2**62))
-            self._keys = _rng.seed_to_key(torch.arange(self.num_envs, dtype=torch.int64) + first)
+            keys = rng.seed_to_key(torch.arange(self.num_envs) + first)
         else:
-            self._keys = _rng.next_episode_key(self._keys)
-        self.sim.reset(self._keys)
-        self._needs_reset = False
+            keys = rng.next_episode_key(self.sim.keys)
+        self.sim.reset(keys)
+        self._needs_reset, self._last_actions = False, None
         return self._out(self.sim.contexts), self._info()
 
     def step(self, actions: Any):
-        if self._keys is None:
+        if self.sim.keys is None:
             raise RuntimeError("call reset() before step()")
         if self._needs_reset:  # NEXT_STEP autoreset: this step only resets
             obs, info = self.reset()
-            zeros = torch.zeros(self.num_envs, device=self.device)
+            zeros = torch.zeros(self.num_envs, dtype=torch.float64, device=self.device)
             false = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
             return obs, self._out(zeros), self._out(false), self._out(false), info
-        rewards, regret = self.sim.step(self._check_actions(actions))
-        self._needs_reset = self.sim.truncated
-        if self.device.type == "cpu":  # a third of torch's cost per call
-            terminated = torch.from_numpy(np.zeros(self.num_envs, dtype=np.bool_))
-            truncated = torch.from_numpy(np.zeros(self.num_envs, dtype=np.bool_))  # half np.full's cost
-            if self._needs_reset:
-                truncated.fill_(True)
-        else:
-            terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
-            truncated = torch.full((self.num_envs,), self._needs_reset, dtype=torch.bool, device=self.device)
-        info = self.sim.info()
-        info["regret"] = regret
-        if self.array_type == "numpy":
-            return (self.sim.contexts.cpu().numpy(), rewards.cpu().numpy(), terminated.cpu().numpy(),
-                    truncated.cpu().numpy(), {k: v.cpu().numpy() for k, v in info.items()})
-        return self.sim.contexts, rewards, terminated, truncated, info
+        self._last_actions = self._check_actions(actions)
+        rewards, regret = self.sim.step(self._last_actions)
+        self._needs_reset = self.sim.t >= self.episode_steps
+        terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        truncated = torch.full((self.num_envs,), self._needs_reset, dtype=torch.bool, device=self.device)
+        info = self._info()
+        info["regret"], info["_regret"] = self._out(regret.double()), info["_optimal_action"].clone() if \
+            self.array_type == "torch" else info["_optimal_action"].copy()
+        return (self._out(self.sim.contexts), self._out(rewards.double()), self._out(terminated),
+                self._out(truncated), info)
+
+    def render(self) -> tuple[str, ...] | None:
+        if self.render_mode != "ansi" or self.sim.keys is None:
+            return None
+        last = self._last_actions
+        return tuple(render_text(self.sim, i, None if last is None else int(last[i])) for i in range(self.num_envs))
 
     def _check_actions(self, actions: Any) -> torch.Tensor:
-        if isinstance(actions, np.ndarray):
-            actions = torch.from_numpy(actions)
-        elif not isinstance(actions, torch.Tensor):
-            raise ValueError(
-                f"actions must be a numpy array or torch tensor of shape ({self.num_envs},), "
-                f"got {type(actions).__name__}"
-            )
+        if not isinstance(actions, torch.Tensor):
+            actions = torch.as_tensor(np.asarray(actions))
+        if actions.ndim == 0:
+            raise TypeError(f"actions must be an array-like of {self.num_envs} arm indices (one per replica), "
+                            f"got the scalar {actions.item()!r}")
         if actions.shape != (self.num_envs,):
             raise ValueError(f"actions must have shape ({self.num_envs},), got {tuple(actions.shape)}")
-        if actions.dtype != torch.int64:  # an agent's own actions are int64: they skip these questions
-            if actions.dtype == torch.bool or actions.is_floating_point() or actions.is_complex():
-                raise ValueError(f"actions must have an integer dtype, got {actions.dtype}")
-            actions = actions.to(torch.int64)
-        if self.device.type == "cpu":
-            actions = actions.cpu()
-            bad = _kernels.first_invalid_action(actions.numpy(), self.n_arms)
-        else:
-            actions = actions.to(self.device)
-            invalid = (actions < 0) | (actions >= self.n_arms)
-            bad = int(invalid.int().argmax()) if bool(invalid.any()) else -1
-        if bad >= 0:
-            raise ValueError(
-                f"actions must be arm indices in [0, {self.n_arms}); replica {bad} got {int(actions[bad])}")
+        if actions.dtype == torch.bool or actions.is_floating_point() or actions.is_complex():
+            raise ValueError(f"actions must have an integer dtype, got {actions.dtype}")
+        actions = actions.to(device=self.device, dtype=torch.int64)
+        invalid = (actions < 0) | (actions >= self.n_arms)  # (R,)
+        if bool(invalid.any()):
+            bad = int(invalid.int().argmax())
+            raise ValueError(f"actions must be arm indices in [0, {self.n_arms}); replica {bad} got {int(actions[bad])}")
         return actions
 
-    def _out(self, x: torch.Tensor):
+    def _out(self, x: torch.Tensor) -> np.ndarray | torch.Tensor:
         return x if self.array_type == "torch" else x.cpu().numpy()
 
     def _info(self) -> dict[str, Any]:
-        return {k: self._out(v) for k, v in self.sim.info().items()}
+        def every() -> np.ndarray | torch.Tensor:  # SyncVectorEnv's mask: every replica has the key
+            return self._out(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
+
+        return {"expected_rewards": self._out(self.sim.expected.clone()), "_expected_rewards": every(),
+                "optimal_action": self._out(self.sim.optimal_action.clone()), "_optimal_action": every()}
 
 
-def _resolve_device(device: str | torch.device) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {str(device)!r} requested but CUDA is not available; use 'cpu' or 'auto'")
-    return device
+_resolve_device = resolve_device  # TEMPORARY: agents/base.py imports it until the agents helper moves to validation

@@ -1,114 +1,76 @@
-"""Compiled CPU kernels of the envs' per-step bookkeeping (numba).
+"""Compiled CPU kernels of the envs (numba): plain-loop versions of torch functions.
 
-A batched env's ``step`` on CPU is a dozen small array operations, each costing
-more in call overhead than in arithmetic at the paper's sizes (R = 10 replicas,
-K = 50 arms). These kernels do the per-replica work of several of them in one
-call; they are exact (indexing, comparisons, one subtraction), so the env's
-numbers are the same as with the numpy or torch operations they replace.
+Each kernel computes the same formula as one torch function, which stays the
+definition (and what runs on CUDA). A kernel is kept only where it earns at
+least 1.5x on a recorded benchmark (``benchmarks/env_throughput.py``; the table
+in ``docs/envs.md``). ``BANDIT_GYM_KERNELS=0`` turns every kernel off (read at
+each call), so the torch path runs instead; ``tests/envs/test_kernels.py``
+compares the two with ``torch.testing.assert_close``.
+
+Kernels:
+
+* :func:`unit_normal` for :func:`bandit_gym.rng.unit_normal` (the arm features). Measured on
+  this 2-core CPU: 5-19x faster (``docs/envs.md``).
 """
 
 from __future__ import annotations
 
+import math
+import os
+
 import numpy as np
+import torch
 from numba import njit
 
-from bandit_gym._rng import _normal_row, _scratch
-
-_JIT = {"nogil": True, "cache": True}
+from bandit_gym import rng
 
 
-@njit(**_JIT)
-def first_invalid_action(actions, n_arms):
-    """Index of the first action outside ``[0, n_arms)``, or -1 when all are valid."""
-    for i in range(actions.shape[0]):
-        if actions[i] < 0 or actions[i] >= n_arms:
-            return i
-    return -1
+def enabled() -> bool:
+    """Whether compiled kernels are on: ``BANDIT_GYM_KERNELS`` unset or anything but ``0``."""
+    return os.environ.get("BANDIT_GYM_KERNELS", "1") != "0"
 
 
-@njit(**_JIT)
-def chosen_and_regret(expected, best, actions):
-    """Expected reward of each replica's chosen arm and its regret ``best - chosen``: ``(R, K), (R,), (R,)``."""
-    R = actions.shape[0]
-    chosen = np.empty(R, np.float32)
-    regret = np.empty(R, np.float32)
-    for r in range(R):
-        chosen[r] = expected[r, actions[r]]
-        regret[r] = best[r] - chosen[r]  # exactly 0 for the best arm
-    return chosen, regret
+def unit_normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """:func:`bandit_gym.rng.unit_normal` (same arguments, same formula): compiled on CPU when kernels are on."""
+    if not (enabled() and keys.device.type == "cpu"):
+        return rng.unit_normal(keys, stream, counter, shape)
+    n = math.prod(shape)
+    start = (keys + rng._offset(stream, counter)).numpy().view(np.uint64)  # (R,) word 0 of each block, hashed
+    out = np.empty((len(keys), n), np.float32)
+    _unit_normal_rows(start, n, shape[-1], out)
+    return torch.from_numpy(out).reshape(len(keys), *shape)
 
 
-@njit(**_JIT)
-def gaussian_outcome(expected, best, actions, noise, noise_std):
-    """:func:`chosen_and_regret`, and rewards ``chosen + noise_std * noise``: ``(R,)`` rewards and regrets.
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MUL1 = np.uint64(0xBF58476D1CE4E5B9)
+_MUL2 = np.uint64(0x94D049BB133111EB)
 
-    The same float32 operations as the numpy expression (no fused multiply-add), so the same numbers.
+
+@njit(nogil=True, cache=True)
+def _unit_normal_rows(start, n, dim, out):
+    """``out[r]`` (``n`` float32): replica ``r``'s unit rows of ``dim`` normals, from words ``mix64(start[r] + j golden)``.
+
+    Word ``j`` gives two normals (Box-Muller): ``u1 = (high 32 bits + 1/2) 2^-32``, angle ``= 2 pi (low 32 bits) 2^-32``,
+    ``z[j] = sqrt(-2 ln u1) cos(angle)``, ``z[half + j] = sqrt(-2 ln u1) sin(angle)``; each run of ``dim``
+    entries of ``z`` is divided by its norm in float64, then rounded to float32 (as in ``rng.unit_normal``).
     """
-    R = actions.shape[0]
-    rewards, regret = np.empty(R, np.float32), np.empty(R, np.float32)
-    std = np.float32(noise_std)
-    for r in range(R):
-        chosen = expected[r, actions[r]]
-        regret[r] = best[r] - chosen
-        rewards[r] = chosen + std * noise[r]
-    return rewards, regret
-
-
-@njit(**_JIT)
-def _dot(x, theta):
-    """``x . theta`` of two float32 vectors, summed in float64 in index order, rounded once."""
-    total = 0.0
-    for k in range(x.shape[0]):
-        total += np.float64(x[k]) * np.float64(theta[k])
-    return np.float32(total)
-
-
-@njit(**_JIT)
-def _scores_into(x, theta, out):
-    """``out[i] = _dot(x[i], theta)`` for the rows of ``x`` ``(N, d)``: four rows side by side (the
-    same sums, in index order, as four independent chains of adds rather than one)."""
-    N, d = x.shape
-    i = 0
-    while i + 4 <= N:
-        a0, a1, a2, a3 = 0.0, 0.0, 0.0, 0.0
-        for k in range(d):
-            tk = np.float64(theta[k])
-            a0 += np.float64(x[i, k]) * tk
-            a1 += np.float64(x[i + 1, k]) * tk
-            a2 += np.float64(x[i + 2, k]) * tk
-            a3 += np.float64(x[i + 3, k]) * tk
-        out[i], out[i + 1], out[i + 2], out[i + 3] = np.float32(a0), np.float32(a1), np.float32(a2), np.float32(a3)
-        i += 4
-    for j in range(i, N):
-        out[j] = _dot(x[j], theta)
-
-
-@njit(**_JIT)
-def linear_scores(features, theta):
-    """``x . theta`` for every row: ``(R, N, d), (R or 1, d) -> (R, N)`` float32 (see :func:`_dot`)."""
-    R, N = features.shape[0], features.shape[1]
-    out = np.empty((R, N), np.float32)
-    for r in range(R):
-        _scores_into(features[r], theta[0] if theta.shape[0] == 1 else theta[r], out[r])
-    return out
-
-
-@njit(**_JIT)
-def unit_arms_and_scores(starts, dim, theta, arms, scores):
-    """Blocks of unit-norm arms and their scores in one call, with no Python in between.
-
-    ``starts (G, R)``: where block ``g`` of replica ``r`` starts its words (``_rng.start_words``).
-    ``arms[r, g]`` (``rows dim`` float32) gets that block's ``_rng.unit_normal`` rows and
-    ``scores[r, g]`` (``rows``) their :func:`linear_scores` with ``theta`` ``(R or 1, d)``: the
-    same numbers as those calls. One call holds the GIL only to start, so it runs beside the
-    caller's thread.
-    """
-    G, R = starts.shape
-    n = arms.shape[2]
-    rows = n // dim
-    scratch = _scratch(n)
-    for r in range(R):
-        t = theta[0] if theta.shape[0] == 1 else theta[r]
-        for g in range(G):
-            _normal_row(starts[g, r], n, dim, arms[r, g], scratch)
-            _scores_into(arms[r, g].reshape(rows, dim), t, scores[r, g])
+    half = (n + 1) // 2
+    z = np.empty(2 * half, np.float64)
+    for r in range(start.shape[0]):
+        for j in range(half):
+            x = start[r] + np.uint64(j) * _GOLDEN
+            x = (x ^ (x >> np.uint64(30))) * _MUL1
+            x = (x ^ (x >> np.uint64(27))) * _MUL2
+            x = x ^ (x >> np.uint64(31))
+            u1 = (np.float64(x >> np.uint64(32)) + 0.5) * 2.0**-32
+            angle = np.float64(x & np.uint64(0xFFFFFFFF)) * (2.0 * math.pi * 2.0**-32)
+            radius = math.sqrt(-2.0 * math.log(u1))
+            z[j] = radius * math.cos(angle)
+            z[half + j] = radius * math.sin(angle)
+        for row in range(n // dim):
+            squares = 0.0
+            for i in range(row * dim, (row + 1) * dim):
+                squares += z[i] * z[i]
+            norm = math.sqrt(squares)
+            for i in range(row * dim, (row + 1) * dim):
+                out[r, i] = np.float32(z[i] / norm)

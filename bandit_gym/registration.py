@@ -16,7 +16,7 @@ from typing import Any
 import gymnasium as gym
 import yaml
 
-_ALLOWED_KEYS = {"entry_point", "vector_entry_point", "kwargs"}
+_ALLOWED_KEYS = {"entry_point", "vector_entry_point", "kwargs", "max_episode_steps"}
 _ENTRY_POINT = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _ENV_ID = re.compile(r"^[A-Za-z][\w-]*-v\d+$")
 
@@ -31,7 +31,11 @@ def registry_path() -> Path:
 
 
 def load_registry(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
-    """Read and validate a registry file; return ``{id: {entry_point, vector_entry_point, kwargs}}``."""
+    """Read and validate a registry file; return ``{id: {entry_point, vector_entry_point, kwargs, max_episode_steps}}``.
+
+    ``max_episode_steps`` (the spec's episode length, which Gymnasium's ``TimeLimit`` and
+    ``TimeAwareObservation`` read) is the entry's ``horizon`` keyword unless the entry gives it.
+    """
     path = Path(path) if path is not None else registry_path()
     try:
         data = yaml.safe_load(path.read_text())
@@ -58,10 +62,15 @@ def load_registry(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
         kwargs = entry.get("kwargs", {})
         if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
             raise RegistryError(f"{where}: kwargs must be a mapping of keyword names to values, got {kwargs!r}")
+        steps = entry.get("max_episode_steps", kwargs.get("horizon"))
+        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+            raise RegistryError(f"{where}: max_episode_steps (or the horizon keyword) must be an integer >= 1, "
+                                f"got {steps!r}")
         entries[env_id] = {
             "entry_point": entry["entry_point"],
             "vector_entry_point": entry.get("vector_entry_point"),
             "kwargs": dict(kwargs),
+            "max_episode_steps": steps,
         }
     return entries
 
@@ -77,6 +86,7 @@ def register_envs(path: str | Path | None = None) -> list[str]:
             entry_point=entry["entry_point"],
             vector_entry_point=entry["vector_entry_point"],
             kwargs=entry["kwargs"],
+            max_episode_steps=entry["max_episode_steps"],
             disable_env_checker=False,
         )
     return list(entries)

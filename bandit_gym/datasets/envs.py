@@ -13,8 +13,10 @@ import os
 
 import torch
 
-from bandit_gym import _rng
-from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv, check_positive_int
+from bandit_gym import rng
+from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv, check_fork_safe, check_memory
+from bandit_gym.rng import Stream
+from bandit_gym.validation import check_bool, check_int
 from bandit_gym.datasets.loaders import get_spec, load_dataset
 
 #: The paper's horizon on the real datasets (capped by the number of rows).
@@ -35,7 +37,7 @@ class DatasetBanditSimulator(BanditSimulator):
             :func:`bandit_gym.datasets.load_dataset`.
     """
 
-    reward_low, reward_high = 0.0, 1.0
+    derived = (*BanditSimulator.derived, "rows", "_labels_now")
 
     def __init__(
         self,
@@ -53,29 +55,26 @@ class DatasetBanditSimulator(BanditSimulator):
         verify_checksums: bool = True,
     ) -> None:
         super().__init__(num_replicas, device)
-        for name, flag in (("download", download), ("verify_checksums", verify_checksums)):
-            if not isinstance(flag, bool):
-                raise ValueError(f"{name} must be True or False, got {flag!r}")
+        check_bool("download", download)
+        check_bool("verify_checksums", verify_checksums)
         self.spec = get_spec(dataset)
-        self.data = load_dataset(
-            self.spec.name, cache_dir=cache_dir, encoding=encoding, scaling=scaling,
-            download=download, verify_checksums=verify_checksums,
-        )
-        self.features, self.labels = self.data.on(self.device)  # (N, d), (N,): shared, never copied
+        #: What loads the data again when a pickled env is loaded (pickles hold no data).
+        self.load_arguments = {"name": self.spec.name, "cache_dir": cache_dir, "encoding": encoding,
+                               "scaling": scaling, "download": download, "verify_checksums": verify_checksums}
+        self._load()
         n_rows = self.data.n_rows
-        check_positive_int("subset_seed", subset_seed, minimum=0)
+        check_int("subset_seed", subset_seed, minimum=0)
         self.pool: torch.Tensor | None = None  # (M,) row indices, or None for all rows
         if max_rows is not None:
-            max_rows = check_positive_int("max_rows", max_rows)
+            max_rows = check_int("max_rows", max_rows)
             if max_rows > n_rows:
                 raise ValueError(f"max_rows must be at most the {n_rows} rows of {self.spec.title}, got {max_rows}")
-            subset_key = _rng.seed_to_key(torch.tensor([subset_seed]))  # (1,)
-            subset = _rng.permutation_keys(subset_key, _rng.STREAM_INSTANCE, n_rows)[0, :max_rows]  # (M,)
+            subset = rng.permutation(rng.seed_to_key(subset_seed), Stream.INSTANCE, n_rows)[0, :max_rows]  # (M,)
             self.pool = subset.sort().values.to(self.device)
         self.n_pool = n_rows if self.pool is None else len(self.pool)
         if horizon is None:
             horizon = min(PAPER_HORIZON, self.n_pool)
-        self.horizon = check_positive_int("horizon", horizon)
+        self.horizon = check_int("horizon", horizon)
         if self.horizon > self.n_pool:
             raise ValueError(
                 f"horizon must be at most the number of rows, {self.n_pool} ({self.spec.title}"
@@ -85,26 +84,44 @@ class DatasetBanditSimulator(BanditSimulator):
         self.n_arms = len(self.data.class_names)
         self.feature_dim = self.data.dim  # d of one example
         self.dim = self.n_arms * self.feature_dim  # K d of one arm
+        self.block_rounds = max(1, 8192 // (self.n_arms * self.dim))  # rounds built per call (any number will do)
         self.feature_low, self.feature_high = self.data.feature_low, self.data.feature_high
+        check_memory(self.num_replicas * self.block_rounds * self.n_arms * self.dim * 4 * 2,
+                     f"{self.num_replicas} replica(s) of {self.spec.title} ({self.n_arms} arms x dim {self.dim})")
         self.rows: torch.Tensor | None = None  # (R, T) row indices of this episode, in visiting order
         self._labels_now: torch.Tensor | None = None  # (R,) true classes of the current round
 
+    def _load(self) -> None:
+        self.data = load_dataset(**self.load_arguments)
+        self.features, self.labels = self.data.on(self.device)  # (N, d), (N,): shared, never copied
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in super().__getstate__().items() if k not in ("data", "features", "labels")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._load()  # the data first, then the episode
+        super().__setstate__({})
+
     def _new_episode(self) -> None:
-        order = _rng.permutation_keys(self.keys, _rng.STREAM_CONTEXT, self.n_pool)[:, : self.horizon]  # (R, T)
+        if self.device.type == "cpu":  # a row order is a multi-threaded sort of a whole dataset's rows
+            check_fork_safe(f"{self.spec.title}'s bandit")
+        order = rng.permutation(self.keys, Stream.CONTEXT, self.n_pool)[:, : self.horizon]  # (R, T)
         self.rows = order if self.pool is None else self.pool[order]
 
-    def _contexts(self, t: int) -> torch.Tensor:
-        rows = self.rows[:, t % self.horizon]  # (R,); round T (observed, never played) wraps to row 0
-        x = self.features[rows]  # (R, d)
-        self._labels_now = self.labels[rows]  # (R,)
-        k, d = self.n_arms, self.feature_dim
-        blocks = torch.zeros(self.num_replicas, k, k, d, dtype=torch.float32, device=self.device)  # (R, K, K, d)
-        arms = torch.arange(k, device=self.device)
-        blocks[:, arms, arms, :] = x[:, None, :]  # block j of arm j holds x
-        return blocks.view(self.num_replicas, k, k * d)  # (R, K, K d)
+    def _contexts(self, block: int) -> torch.Tensor:
+        B, K, d = self.block_rounds, self.n_arms, self.feature_dim
+        # Round T (observed, never played) wraps to the first row.
+        rounds = torch.arange(block * B, (block + 1) * B, device=self.device) % self.horizon  # (B,)
+        rows = self.rows[:, rounds]  # (R, B)
+        self._labels_now = self.labels[rows]  # (R, B)
+        blocks = torch.zeros(self.num_replicas, B, K, K, d, dtype=torch.float32, device=self.device)  # (R, B, K, K, d)
+        arms = torch.arange(K, device=self.device)
+        blocks[:, :, arms, arms, :] = self.features[rows][:, :, None, :]  # block j of arm j holds the example
+        return blocks.view(self.num_replicas, B, K, K * d)  # (R, B, K, K d)
 
     def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.one_hot(self._labels_now, self.n_arms).to(torch.float32)  # (R, K)
+        return torch.nn.functional.one_hot(self._labels_now, self.n_arms).to(torch.float32)  # (R, B, K)
 
     def _sample_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
         return chosen_mean.clone()  # Bernoulli(0 or 1) is deterministic: 1 for the true class

@@ -1,0 +1,174 @@
+"""Gymnasium behaviour users rely on, for every registered id (``bandit_gym.ENV_IDS``).
+
+Dataset ids run on the shared real-data cache when it is there (see ``conftest.py``) and are skipped
+otherwise; checks that need no data (keywords, specs) run for them regardless.
+"""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import bandit_gym
+
+ALL_IDS = list(bandit_gym.ENV_IDS)
+SYNTHETIC_IDS = [env_id for env_id in ALL_IDS if "dataset" not in gym.spec(env_id).kwargs]
+
+
+def play(env: gym.Env, steps: int) -> list:
+    out = []
+    for t in range(steps):
+        obs, reward, terminated, truncated, info = env.step(t % env.action_space.n)
+        out += [obs, reward, terminated, truncated, info["regret"], info["expected_rewards"], info["optimal_action"]]
+    return out
+
+
+def rollout(env: gym.Env, seed: int, steps: int) -> list:
+    obs, info = env.reset(seed=seed)
+    return [obs, info["expected_rewards"], info["optimal_action"], *play(env, steps)]
+
+
+def assert_equal_rollouts(a: list, b: list) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_every_env_passes_check_env(make_env, env_id):
+    env = make_env(env_id, render_mode="ansi")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # passes with no warning, rendering included
+        check_env(env.unwrapped)
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_seeded_rollout_is_deterministic(make_env, env_id):
+    assert_equal_rollouts(rollout(make_env(env_id), seed=7, steps=30), rollout(make_env(env_id), seed=7, steps=30))
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_env_pickled_mid_episode_continues_the_same(make_env, env_id):
+    env = make_env(env_id)
+    env.reset(seed=5)
+    for t in range(11):  # mid-block for the synthetic envs (8-round blocks at most)
+        env.step(t % env.action_space.n)
+    clone = pickle.loads(pickle.dumps(env))
+    assert_equal_rollouts(play(env, 20), play(clone, 20))
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_render_ansi_shows_round_expected_rewards_and_last_choice(make_env, env_id):
+    env = make_env(env_id, render_mode="ansi")
+    assert env.render_mode == "ansi"
+    _, info = env.reset(seed=0)
+    _, _, _, _, info = env.step(1)
+    text = env.render()
+    assert "round 1/" in text and "last choice: 1" in text
+    assert " ".join(f"{v:.3f}" for v in info["expected_rewards"]) in text
+    quiet = make_env(env_id, render_mode=None)
+    quiet.reset(seed=0)
+    assert quiet.render() is None
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_unsupported_render_mode_is_refused_naming_the_modes(env_id):
+    with pytest.raises(ValueError, match=r"render_mode must be None or one of \['ansi'\], got 'rgb_array'"):
+        gym.make(env_id, render_mode="rgb_array")
+
+
+@pytest.mark.parametrize("vector", [False, True], ids=["single", "vector"])
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_unknown_keyword_names_the_env_id_the_keyword_and_the_accepted_ones(env_id, vector):
+    with pytest.raises(TypeError) as excinfo:
+        if vector:
+            gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", n_arm=10)
+        else:
+            gym.make(env_id, n_arm=10)
+    message = str(excinfo.value)
+    assert env_id in message and "'n_arm'" in message and "accepted keywords: " in message
+    assert "horizon" in message  # every env accepts it
+    if env_id in SYNTHETIC_IDS:
+        assert "did you mean 'n_arms'?" in message
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_seeds_follow_gymnasium_rules(make_env, env_id):
+    env = make_env(env_id)
+    big, _ = env.reset(seed=2**64)  # any non-negative integer, however large
+    again, _ = make_env(env_id).reset(seed=2**64)
+    zero, _ = env.reset(seed=0)
+    np.testing.assert_array_equal(big, again)
+    assert not np.array_equal(big, zero)  # 2**64 is not folded onto 0
+    for bad in (-1, 1.5, "3", True):
+        with pytest.raises(ValueError, match=f"seed must be a non-negative integer, got {bad!r}"):
+            env.reset(seed=bad)
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_spec_declares_the_horizon_as_max_episode_steps(make_env, env_id):
+    spec = gym.spec(env_id)
+    assert spec.max_episode_steps is not None
+    if env_id in SYNTHETIC_IDS:
+        assert spec.max_episode_steps == spec.kwargs["horizon"]
+    env = make_env(env_id, small=False)
+    assert env.unwrapped.horizon == spec.max_episode_steps == env.spec.max_episode_steps
+    # Wrappers that need the episode length accept the env.
+    wrapped = gym.wrappers.TimeAwareObservation(make_env(env_id))
+    obs, _ = wrapped.reset(seed=0)
+    assert wrapped.observation_space.contains(obs)
+
+
+def test_huge_env_is_refused_up_front_with_a_memory_estimate():
+    with pytest.raises(MemoryError, match=r"1000000 arms x dim 10000 needs about [\d,.]+ GiB of memory; this machine"):
+        gym.make("LinearBandit-v0", n_arms=10**6, dim=10**4)
+
+
+def test_options_in_single_env_reset_are_refused_clearly():
+    env = gym.make("LinearBandit-v0")
+    env.reset(seed=0, options={})  # empty options are no options
+    with pytest.raises(ValueError, match=r"options are not supported .* got \{'difficulty': 2\}"):
+        env.reset(seed=0, options={"difficulty": 2})
+
+
+def test_async_vector_env_after_the_parent_used_torch_threads_works_or_says_what_to_do(make_env, data_cache):
+    # Forked workers hang in a multi-threaded torch op if the parent had started torch's OpenMP
+    # threads. The parent here starts them (a large exp), steps an env, then forks workers with
+    # Gymnasium's default start method. Synthetic envs must work; dataset envs (whose row order is a
+    # multi-threaded sort) must fail at once naming 'spawn'. A subprocess with a timeout turns a hang
+    # into a failure.
+    runnable = []
+    for env_id in ALL_IDS:
+        try:
+            make_env(env_id)
+            runnable.append(env_id)
+        except pytest.skip.Exception:
+            continue
+    code = textwrap.dedent(f"""
+        import gymnasium as gym, numpy as np, torch, bandit_gym
+        torch.randn(2**20).exp()                                  # torch's intra-op threads now exist
+        for env_id in {runnable!r}:
+            kwargs = {{"cache_dir": {str(data_cache)!r}}} if "dataset" in gym.spec(env_id).kwargs else {{}}
+            gym.make(env_id, **kwargs).reset(seed=0)
+            venv = gym.make_vec(env_id, num_envs=2, vectorization_mode="async", **kwargs)
+            try:
+                venv.reset(seed=0)
+                for _ in range(10):
+                    venv.step(np.array([0, 1]))
+                print(env_id, "ok")
+            except RuntimeError as exc:
+                print(env_id, "spawn" if "'spawn'" in str(exc) else repr(exc))
+            venv.close()
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    expected = [f"{env_id} {'ok' if env_id in SYNTHETIC_IDS else 'spawn'}" for env_id in runnable]
+    assert out.stdout.splitlines() == expected
