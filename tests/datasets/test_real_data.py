@@ -103,8 +103,13 @@ def test_real_mushroom_full_pass_sees_every_row_once(real_cache):
 
 
 def _ridge_ucb_rewards(venv, seed: int, rounds: int, alpha: float, lam: float = 1.0) -> torch.Tensor:
-    """A small batched ridge-regression UCB (written here so that this test does not depend on agents/)."""
-    obs, _ = venv.reset(seed=seed)
+    """A small batched ridge-regression UCB (written here so that this test does not depend on agents/).
+
+    Works with numpy or torch observations (the native vector env's default array type is numpy on CPU).
+    """
+    raw, _ = venv.reset(seed=seed)
+    as_numpy = isinstance(raw, np.ndarray)
+    obs = torch.as_tensor(raw)
     r, k, d = obs.shape
     v_inv = torch.eye(d).repeat(r, 1, 1) / lam  # (R, d, d)
     b = torch.zeros(r, d, 1)  # (R, d, 1)
@@ -114,7 +119,8 @@ def _ridge_ucb_rewards(venv, seed: int, rounds: int, alpha: float, lam: float = 
         width = ((obs @ v_inv) * obs).sum(-1).clamp_min(0).sqrt()  # (R, K)
         actions = (mean + alpha * width).argmax(1)  # (R,)
         x = obs[torch.arange(r), actions][:, :, None]  # (R, d, 1)
-        obs, reward, _, _, _ = venv.step(actions)
+        raw, reward, _, _, _ = venv.step(actions.numpy() if as_numpy else actions)
+        obs, reward = torch.as_tensor(raw), torch.as_tensor(reward, dtype=torch.float32)
         vx = v_inv @ x  # (R, d, 1), Sherman-Morrison update of V^-1
         v_inv -= (vx @ vx.transpose(1, 2)) / (1 + (x * vx).sum((1, 2)))[:, None, None]
         b += reward[:, None, None] * x
