@@ -23,7 +23,7 @@ from bandit_gym.datasets import (
     load_dataset,
     resolve_cache_dir,
 )
-from bandit_gym.datasets.loaders import SPECS, check_published
+from bandit_gym.datasets.loaders import SPECS, check_published, load_openml
 from experiments import cli
 
 #: The small stand-ins of conftest.py are not the published datasets: load them without the integrity check.
@@ -239,13 +239,16 @@ def test_corrupt_arff_names_the_file(small_cache, tmp_path, damage, match):
 
 
 def test_md5_in_description_catches_a_partial_download(tmp_path, openml_writer):
-    rows = [["x", "a", "b", "e"], ["b", "n", "c", "p"]]
+    rows = [["x", "a", "b", "e"], ["b", "n", "c", "p"], ["x", "n", "b", "e"]]
     attributes = [("cap-shape", ["b", "x"]), ("odor", ["a", "n"]), ("stalk-root", ["b", "c"]), ("class", ["e", "p"])]
     folder = openml_writer(tmp_path, 24, attributes, rows)
     good = hashlib.md5((folder / "dataset.arff").read_bytes()).hexdigest()
-    openml_writer(tmp_path, 24, attributes, rows[:1], md5=good)  # the file lost its last row
+    openml_writer(tmp_path, 24, attributes, rows[:2], md5=good)  # the file lost its last row
     with pytest.raises(DatasetFileError, match=r"dataset\.arff: md5 .* differs"):
         load_dataset("mushroom", cache_dir=tmp_path)
+    with pytest.raises(DatasetFileError, match=r"dataset\.arff: md5 .* differs"):
+        load_openml(24, cache_dir=tmp_path)  # any id: the same check
+    assert load_dataset("mushroom", cache_dir=tmp_path, **STAND_IN).n_rows == 2  # on purpose: no check
 
 
 def _arff_parts(text: str) -> tuple[list[str], list[str]]:
