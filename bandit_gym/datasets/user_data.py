@@ -175,11 +175,13 @@ def _labels(y: Any, target_names: Any) -> tuple[np.ndarray, list[str]]:
             raise ValueError(f"y must be one column of labels, got a DataFrame with {y.shape[1]} columns")
         y = y.iloc[:, 0]
     if _is_pandas(y, "Series") and type(y.dtype).__name__ == "CategoricalDtype":
-        codes = y.cat.codes.to_numpy().astype(np.int64)
-        used = sorted(set(codes[codes >= 0].tolist()))  # declared order, classes that occur
-        remap = np.full(len(y.cat.categories) + 1, -1, np.int64)
-        remap[used] = np.arange(len(used))
-        return remap[codes], [str(y.cat.categories[i]) for i in used]
+        y = y.array  # the pandas.Categorical behind the Series
+    if _is_pandas(y, "Categorical"):  # classes: the declared categories that occur, in declared order
+        codes = np.asarray(y.codes, dtype=np.int64)  # (N,) -1 for missing
+        used = sorted(set(codes[codes >= 0].tolist()))
+        new_code = np.full(len(y.categories) + 1, -1, np.int64)  # the extra last entry maps code -1 to -1
+        new_code[used] = np.arange(len(used))
+        return new_code[codes], [str(y.categories[i]) for i in used]
     array = np.asarray(y.to_numpy(dtype=object) if _is_pandas(y, "Series") and y.dtype.kind not in "biufUS" else y)
     if array.ndim == 2 and array.shape[1] == 1:
         array = array[:, 0]

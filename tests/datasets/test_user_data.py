@@ -57,6 +57,10 @@ def test_dataframe_columns_of_every_kind_are_encoded():
     assert ordinal.feature_names == ("size", "colour", "shape", "ripe")
     assert ordinal.features.tolist() == [[1.5, 0, 1, 1], [2, 2, 0, 0], [3, 0, 1, 1], [4, 1, 0, 1]]
     assert ordinal.class_names == ("drop", "keep") and ordinal.labels.tolist() == [1, 0, 1, 0]
+    declared = pd.Categorical(y, categories=["maybe", "keep", "drop"])  # declared order; 'maybe' never occurs
+    for labels in (declared, pd.Series(declared)):
+        data = prepare_dataset(frame, labels)
+        assert data.class_names == ("keep", "drop") and data.labels.tolist() == [0, 1, 0, 1]
     onehot = prepare_dataset(frame, y, scaling="none", encoding="onehot")
     assert onehot.feature_names == ("size", "colour=red", "colour=green", "colour=blue", "shape=flat", "shape=round",
                                     "ripe")
