@@ -92,7 +92,7 @@ class BanditSimulator(ABC):
         self._observe()
 
     def _observe(self) -> None:
-        """Set round ``t``'s arms ``(R, K, d)``, expected rewards ``(R, K)``, best value and first optimal arm ``(R,)``."""
+        """Round ``t``'s arms ``(R, K, d)``, expected rewards ``(R, K)``, best value and first optimal arm ``(R,)``."""
         block, row = divmod(self.t, self.block_rounds)
         if block != self._block_index:
             contexts = self._contexts(block)  # (R, B, K, d)
@@ -273,7 +273,8 @@ class BanditEnv(gym.Env):
         return int(action)
 
     def _info(self) -> dict[str, Any]:
-        return {"expected_rewards": self.sim.expected.numpy()[0].copy(), "optimal_action": self.sim.optimal_action.item()}
+        return {"expected_rewards": self.sim.expected.numpy()[0].copy(),  # (K,) the caller's copy
+                "optimal_action": self.sim.optimal_action.item()}
 
 
 class BanditVectorEnv(VectorEnv):
@@ -347,11 +348,18 @@ class BanditVectorEnv(VectorEnv):
         self._needs_reset = self.sim.t >= self.episode_steps
         terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         truncated = torch.full((self.num_envs,), self._needs_reset, dtype=torch.bool, device=self.device)
-        info = self._info()
-        info["regret"], info["_regret"] = self._out(regret.double()), info["_optimal_action"].clone() if \
-            self.array_type == "torch" else info["_optimal_action"].copy()
+        info = self._info(regret=regret.double())  # float64, as SyncVectorEnv gives it
         return (self._out(self.sim.contexts), self._out(rewards.double()), self._out(terminated),
                 self._out(truncated), info)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The batched spaces' bounds are num_envs copies of the single spaces': rebuilt, not pickled.
+        return {k: v for k, v in self.__dict__.items() if k not in ("observation_space", "action_space")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
 
     def render(self) -> tuple[str, ...] | None:
         if self.render_mode != "ansi" or self.sim.keys is None:
@@ -373,18 +381,19 @@ class BanditVectorEnv(VectorEnv):
         invalid = (actions < 0) | (actions >= self.n_arms)  # (R,)
         if bool(invalid.any()):
             bad = int(invalid.int().argmax())
-            raise ValueError(f"actions must be arm indices in [0, {self.n_arms}); replica {bad} got {int(actions[bad])}")
+            raise ValueError(f"actions must be arm indices in [0, {self.n_arms}); "
+                             f"replica {bad} got {int(actions[bad])}")
         return actions
 
     def _out(self, x: torch.Tensor) -> np.ndarray | torch.Tensor:
         return x if self.array_type == "torch" else x.cpu().numpy()
 
-    def _info(self) -> dict[str, Any]:
-        def every() -> np.ndarray | torch.Tensor:  # SyncVectorEnv's mask: every replica has the key
-            return self._out(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
-
-        return {"expected_rewards": self._out(self.sim.expected.clone()), "_expected_rewards": every(),
-                "optimal_action": self._out(self.sim.optimal_action.clone()), "_optimal_action": every()}
-
-
-_resolve_device = resolve_device  # TEMPORARY: agents/base.py imports it until the agents helper moves to validation
+    def _info(self, **extra: torch.Tensor) -> dict[str, Any]:
+        """SyncVectorEnv's layout: each value ``(R, ...)`` beside a ``_key`` mask saying every replica has it."""
+        values = {"expected_rewards": self.sim.expected.clone(), "optimal_action": self.sim.optimal_action.clone(),
+                  **extra}
+        info = {}
+        for key, value in values.items():
+            info[key] = self._out(value)
+            info[f"_{key}"] = self._out(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
+        return info

@@ -28,7 +28,7 @@ from __future__ import annotations
 import enum
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import torch
 
@@ -110,7 +110,8 @@ def seed_to_key(seeds: int | Sequence[int] | torch.Tensor) -> torch.Tensor:
     ``seed_to_key(s)``; replica ``r`` of a batch seeded with ``s`` uses ``seed_to_key(s + r)``.
     """
     if not isinstance(seeds, torch.Tensor):
-        values = [seeds] if isinstance(seeds, numbers.Integral) else list(seeds)
+        iterable = isinstance(seeds, Iterable) and not isinstance(seeds, (str, bytes))
+        values = list(seeds) if iterable else [seeds]
         seeds = torch.tensor([_fold_seed(check_seed(s)) for s in values], dtype=torch.int64)
     return mix64(seeds.to(torch.int64) * _GOLDEN + 0x5EED)
 

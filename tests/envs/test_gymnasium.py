@@ -79,6 +79,7 @@ def test_render_ansi_shows_round_expected_rewards_and_last_choice(make_env, env_
     assert quiet.render() is None
 
 
+@pytest.mark.filterwarnings("ignore:.*not in the possible render_modes")  # Gymnasium's own warning, then ours
 @pytest.mark.parametrize("env_id", ALL_IDS)
 def test_unsupported_render_mode_is_refused_naming_the_modes(env_id):
     with pytest.raises(ValueError, match=r"render_mode must be None or one of \['ansi'\], got 'rgb_array'"):
