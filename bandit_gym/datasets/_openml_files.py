@@ -258,7 +258,9 @@ def _read_parquet(path: Path) -> tuple[list[str], list[object], pd.DataFrame]:
         if pd.api.types.is_numeric_dtype(column) and not isinstance(column.dtype, pd.CategoricalDtype):
             kinds.append("NUMERIC")
         else:  # parquet keeps no declared value order: sort, numerically when every value is a number
-            values = [str(v) for v in pd.unique(column.dropna().astype(str))]
+            # A categorical column declares its categories, used or not (a partial file uses fewer).
+            declared = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column.dropna()
+            values = [str(v) for v in pd.unique(declared.astype(str))]
             numeric = pd.to_numeric(pd.Series(values), errors="coerce")
             kinds.append(sorted(values, key=float) if numeric.notna().all() else sorted(values))
     frame = frame.astype({n: "category" for n, k in zip(frame.columns, kinds, strict=True) if isinstance(k, list)})

@@ -79,6 +79,25 @@ def test_mushroom_ordinal_and_onehot_encoding_with_missing_values(small_cache, m
     assert onehot.features.sum(1).tolist() == [3, 2, 3, 3, 2, 3, 3, 2]
 
 
+def test_parquet_cache_reads_like_arff_with_sorted_values_and_unused_categories_kept(small_cache, tmp_path):
+    import pandas as pd
+
+    arff = load_dataset("mushroom", cache_dir=small_cache, encoding="onehot", **STAND_IN)
+    root = _copy(small_cache, tmp_path)  # loads are cached per directory: a new one for the parquet file
+    folder = _folder(root, 24)
+    header = (folder / "dataset.arff").read_text().splitlines().index("@DATA") + 1
+    frame = pd.read_csv(folder / "dataset.arff", skiprows=header, header=None, dtype=str,
+                        names=["cap-shape", "odor", "stalk-root", "class"], na_values=["?"], keep_default_na=False)
+    frame["odor"] = pd.Categorical(frame["odor"], categories=["p", "n", "a", "z"])  # unsorted, 'z' unused
+    (folder / "dataset.arff").unlink()
+    frame.to_parquet(folder / "dataset_24.pq")
+    parquet = load_dataset("mushroom", cache_dir=root, encoding="onehot", **STAND_IN)
+    assert parquet.source.name == "dataset_24.pq"
+    assert parquet.feature_names == (*arff.feature_names[:5], "odor=z", *arff.feature_names[5:])
+    torch.testing.assert_close(parquet.features[:, [0, 1, 2, 3, 4, 6, 7, 8, 9]], arff.features, rtol=0, atol=0)
+    assert parquet.features[:, 5].sum() == 0 and torch.equal(parquet.labels, arff.labels)
+
+
 def test_numeric_missing_values_take_the_column_mean(tmp_path, openml_writer):
     openml_writer(
         tmp_path, 40685, [("a", "NUMERIC"), ("b", "REAL"), ("class", [str(c) for c in range(1, 8)])],

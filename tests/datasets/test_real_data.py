@@ -67,6 +67,29 @@ def test_real_magic_telescope_truncated_at_a_row_boundary_is_refused(real_cache,
 
 
 @pytest.mark.parametrize("name", sorted(KNOWN_COUNTS))
+def test_a_parquet_cache_gives_the_arff_numbers_and_is_checked_too(real_cache, tmp_path, name):
+    # Plain openml caches hold parquet files; they keep no declared value order (the reader sorts).
+    from bandit_gym.datasets import _openml_files
+
+    spec = SPECS[name]
+    source = real_cache / "org" / "openml" / "www" / "datasets" / str(spec.openml_id)
+    folder = tmp_path / "pq" / "org" / "openml" / "www" / "datasets" / str(spec.openml_id)
+    folder.mkdir(parents=True)
+    shutil.copy(source / "description.xml", folder)
+    _, _, frame = _openml_files._read_arff(source / "dataset.arff")
+    frame.to_parquet(folder / f"dataset_{spec.openml_id}.pq")
+    for encoding in ("ordinal", "onehot"):
+        arff = load_dataset(name, cache_dir=real_cache, encoding=encoding)
+        parquet = load_dataset(name, cache_dir=tmp_path / "pq", encoding=encoding)
+        assert parquet.source.suffix == ".pq"
+        assert torch.equal(parquet.features, arff.features) and torch.equal(parquet.labels, arff.labels)
+        assert parquet.feature_names == arff.feature_names and parquet.class_names == arff.class_names
+    frame.iloc[:3000].to_parquet(folder / f"dataset_{spec.openml_id}.pq")  # a partial file
+    with pytest.raises(DatasetIntegrityError, match=f"expected {spec.n_rows:,} rows, found 3,000"):
+        load_dataset(name, cache_dir=tmp_path / "pq", scaling="none")
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_COUNTS))
 def test_load_openml_by_id_gives_the_named_datasets_numbers(real_cache, name):
     named = load_dataset(name, cache_dir=real_cache, encoding="onehot")
     by_id = load_openml(SPECS[name].openml_id, cache_dir=real_cache, encoding="onehot")
