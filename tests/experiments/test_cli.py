@@ -123,3 +123,12 @@ def test_every_listed_hyperparameter_is_accepted_by_its_agent():
         if "horizon" in listed:
             kwargs["horizon"] = 10
         cls(n_arms=3, dim=2, num_replicas=1, seed=0, device="cpu", **kwargs)  # a TypeError names a wrong listing
+
+
+def test_demo_on_a_dataset_env_without_its_data_says_how_to_get_it(capsys, tmp_path, monkeypatch):
+    pytest.importorskip("pandas")  # with the datasets extra; without it the missing extra is named (test_layers.py)
+    monkeypatch.setenv("OPENML_CACHE_DIR", str(tmp_path / "empty"))
+    assert cli.main(["demo", "--env", "Mushroom-v0", "--rounds", "5", "--seeds", "1"]) == 1
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert line.startswith("bandit-gym demo: error: ") and "bandit-gym download mushroom" in line
