@@ -114,6 +114,8 @@ def preprocess(
             value that is not finite; the message names the column and the first row.
     """
     check_options(encoding, scaling, missing)
+    if not table.columns:
+        raise ValueError(f"{name}: no feature columns besides the labels; a bandit needs at least one feature")
     labels = np.asarray(table.labels, dtype=np.int64)  # (N,)
     keep = np.ones(len(labels), dtype=bool)  # (N,)
     if (labels < 0).any():
@@ -175,8 +177,6 @@ def _encode(table: Table, encoding: str) -> tuple[np.ndarray, list[str]]:
         else:
             blocks.append((values[:, None] == np.arange(len(categories))[None, :]).astype(np.float64))
             names.extend(f"{name}={c}" for c in categories)
-    if not blocks:
-        return np.zeros((len(table.labels), 0)), names
     return np.concatenate(blocks, axis=1), names  # (N, d)
 
 

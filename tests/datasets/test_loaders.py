@@ -330,6 +330,16 @@ def test_a_row_id_not_declared_in_the_description_is_an_unexpected_column(publis
         load_dataset("magictelescope", cache_dir=root)
 
 
+def test_published_check_names_a_renamed_class_attribute_and_reordered_columns(tmp_path):
+    spec = SPECS["shuttle"]
+    labels = np.repeat(np.arange(7), [n for _, n in spec.class_counts])  # the published class counts
+    classes = [c for c, _ in spec.class_counts]
+    check_published(spec, tmp_path / "x.arff", spec.feature_names, "class", labels, classes)  # all as published
+    with pytest.raises(DatasetIntegrityError, match=r"expected class attribute 'class', found 'label'; expected 9 "
+                       r"feature columns, found 9: in the order \['A9', 'A8', .*'A1'\]\."):
+        check_published(spec, tmp_path / "x.arff", spec.feature_names[::-1], "label", labels, classes)
+
+
 def test_published_figures_of_the_large_datasets(tmp_path, openml_writer):
     # Covertype (too large to write here) and CIFAR10 go through the same check; call it with their shapes.
     labels = np.repeat(np.arange(7), 10)  # (70,)

@@ -124,11 +124,32 @@ def test_missing_values_are_refused_imputed_or_dropped():
         (np.array([[1.0], [np.inf], [2.0]]), [0, 1, 0], r"X column 'x0' holds inf at row 1; features must be finite"),
         (np.eye(3), None, r"y \(the class labels\) is required"),
         (np.zeros((0, 2)), [], r"X must have at least one row and one column"),
+        (pd.Series([1.0, 2.0]), [0, 1], r"X must be 2-D \(rows, features\), got a pandas Series; pass X.to_frame\(\)"),
+        (np.ones((2, 1), dtype=complex), [0, 1], r"X column 'x0' has dtype complex128, which cannot be encoded"),
+        (np.eye(2), np.eye(2), r"y must be 1-D \(one label per row\), got shape \(2, 2\)"),
+        (np.eye(2), pd.DataFrame({"a": [0, 1], "b": [1, 0]}), r"y must be one column of labels, got a DataFrame "
+         r"with 2 columns"),
+        (np.array([[np.nan], [np.nan]]), [0, 1], r"y has no rows left after dropping missing values"),
     ],
 )
 def test_bad_data_is_refused_before_any_round(x, y, match):
     with pytest.raises(ValueError, match=match):
-        prepare_dataset(x, y)
+        prepare_dataset(x, y, missing="drop" if "dropping" in match else "error")
+
+
+def test_a_sparse_matrix_is_refused_with_what_to_do():
+    from scipy import sparse
+
+    with pytest.raises(ValueError, match=r"X is a sparse matrix \(csr_matrix\); pass X.toarray\(\)"):
+        prepare_dataset(sparse.csr_matrix(np.eye(2)), [0, 1])
+
+
+def test_labels_as_one_column_booleans_or_codes_with_names():
+    x = np.eye(4)
+    assert prepare_dataset(x, pd.DataFrame({"label": ["b", "a", "b", "a"]})).class_names == ("a", "b")
+    assert prepare_dataset(x, np.array([[1], [0], [1], [1]])).labels.tolist() == [1, 0, 1, 1]
+    flags = prepare_dataset(x, np.array([True, False, True, True]))
+    assert flags.class_names == ("False", "True") and flags.labels.tolist() == [1, 0, 1, 1]
 
 
 def test_bad_options_name_the_argument_and_the_accepted_values():
@@ -167,6 +188,9 @@ def test_load_openml_target_argument_and_integer_or_regression_targets(tmp_path,
         load_openml(9002, cache_dir=tmp_path, target="temperature", missing="drop")
     with pytest.raises(ValueError, match=r"target attribute 'colour' \(from the target argument\) is not among"):
         load_openml(9002, cache_dir=tmp_path, target="colour")
+    openml_writer(tmp_path, 9004, [("class", ["a", "b"])], [["a"], ["b"]])
+    with pytest.raises(ValueError, match=r"test9004: no feature columns besides the labels"):
+        load_openml(9004, cache_dir=tmp_path)
     with pytest.raises(ValueError, match=r"data_id must be an integer >= 1, got 'iris'"):
         load_openml("iris", cache_dir=tmp_path)
     with pytest.raises(ValueError, match=r"missing must be one of \('error', 'impute', 'drop'\), got 'skip'"):
