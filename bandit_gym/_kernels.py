@@ -9,8 +9,11 @@ compares the two with ``torch.testing.assert_close``.
 
 Kernels:
 
-* :func:`unit_normal` for :func:`bandit_gym.rng.unit_normal` (the arm features). Measured on
-  this 2-core CPU: 5-19x faster (``docs/envs.md``).
+* :func:`unit_normal` for :func:`bandit_gym.rng.unit_normal` (the arm features);
+* :func:`linear_scores` for the synthetic envs' ``x . theta*`` (``(contexts * theta).sum(-1)``).
+
+Both run on one thread, so they neither wait for torch's intra-op threads when another process
+holds a core nor hang in a forked child. Their measured gains are in ``docs/envs.md``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,27 @@ def unit_normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int,
     out = np.empty((len(keys), n), np.float32)
     _unit_normal_rows(start, n, shape[-1], out)
     return torch.from_numpy(out).reshape(len(keys), *shape)
+
+
+def linear_scores(contexts: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """Compiled ``(contexts * theta[:, None, None, :]).sum(dim=3)`` (``SyntheticBanditSimulator._scores``) for CPU
+    float32 tensors: ``(R, B, K, d), (R or 1, d) -> (R, B, K)``."""
+    R, B, K, d = contexts.shape
+    out = np.empty((R, B * K), np.float32)
+    _scores(contexts.reshape(R, B * K, d).numpy(), theta.numpy(), out)
+    return torch.from_numpy(out).reshape(R, B, K)
+
+
+@njit(nogil=True, cache=True)
+def _scores(x, theta, out):
+    """``out[r, i] = sum_k x[r, i, k] theta[r or 0, k]`` (summed in float64, rounded once)."""
+    for r in range(x.shape[0]):
+        t = theta[0] if theta.shape[0] == 1 else theta[r]
+        for i in range(x.shape[1]):
+            total = 0.0
+            for k in range(x.shape[2]):
+                total += np.float64(x[r, i, k]) * np.float64(t[k])
+            out[r, i] = np.float32(total)
 
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

@@ -78,6 +78,8 @@ class SyntheticBanditSimulator(BanditSimulator):
 
     def _scores(self, contexts: torch.Tensor) -> torch.Tensor:
         """``x . theta*`` of every arm, ``(R, B, K, d) -> (R, B, K)``."""
+        if _kernels.enabled() and contexts.device.type == "cpu":
+            return _kernels.linear_scores(contexts, self.theta)  # the same, compiled
         return (contexts * self.theta[:, None, None, :]).sum(dim=3)
 
 

@@ -1,82 +1,132 @@
-"""Env throughput: native batched env vs SyncVectorEnv of single envs vs the random-number floor.
+"""Env throughput: a single env as Stable-Baselines3 steps it, and the native batched env against its draws.
 
-Prints replica-steps per second for R in {1, 64, 1024} on LinearBandit-v0
-(50 arms, d = 20, a new arm set every round), and the floor: the time just to
-draw one step's R x n_arms x dim normals with the env's own generator (and,
-for reference, with ``torch.randn``, which cannot give per-replica streams).
+Prints, with torch's default thread settings (nothing global is changed):
 
-    python benchmarks/env_throughput.py [--device cpu] [--seconds 2]
+* single envs (``gym.make``, random actions, ``reset`` at the end of an episode): steps per second of
+  LinearBandit-v0, LinearBanditFixed-v0 and CartPole-v1 (for reference);
+* the native batched LinearBandit-v0 for R replicas: replica-steps per second, the same with a
+  SyncVectorEnv of single envs, and the step's cost against the floor, the cost of drawing the
+  round's arm features with the env's own generator (``step/draw``; target <= 2 at R = 1,024).
+
+Each figure is the best of ``--repeats`` timings (the machine is shared). ``--busy`` keeps one core
+busy with a second process (``while True: pass``) during the measurements; ``--kernels both`` prints
+every row with the compiled kernels on and off (``BANDIT_GYM_KERNELS``).
+
+    python benchmarks/env_throughput.py [--busy] [--kernels both] [--device cpu] [--seconds 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import subprocess
+import sys
 import time
+from collections.abc import Callable, Iterator
 
 import gymnasium as gym
 import numpy as np
 import torch
 
 import bandit_gym
-from bandit_gym import _rng
+from bandit_gym import _kernels
+from bandit_gym.rng import Stream
 
 ENV_ID = "LinearBandit-v0"
 
 
-def per_call_seconds(fn, min_seconds: float) -> float:
-    """Mean seconds per call of ``fn``, repeated for at least ``min_seconds`` after one warm-up call.
-
-    Note: the native env draws arm features 8 rounds per generator call, so its mean per step
-    includes 1/8 of a block draw; measure for long enough to cover many blocks.
-    """
+def best_seconds_per_call(fn: Callable[[], object], seconds: float, repeats: int) -> float:
+    """Best over ``repeats`` timings of the mean seconds per call of ``fn`` (each timing at least ``seconds``)."""
     fn()
-    calls, start = 0, time.perf_counter()
-    while True:
-        fn()
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds and calls >= 3:
-            return elapsed / calls
+    best = float("inf")
+    for _ in range(repeats):
+        calls, start = 0, time.perf_counter()
+        while (elapsed := time.perf_counter() - start) < seconds or calls < 3:
+            fn()
+            calls += 1
+        best = min(best, elapsed / calls)
+    return best
+
+
+def single_env_steps_per_second(env_id: str, seconds: float, repeats: int) -> float:
+    env = gym.make(env_id)
+    env.reset(seed=0)
+    actions = iter(np.random.default_rng(0).integers(0, env.action_space.n, size=10**8))
+
+    def step_100() -> None:
+        for _ in range(100):
+            _, _, terminated, truncated, _ = env.step(next(actions))
+            if terminated or truncated:
+                env.reset()
+
+    return 100 / best_seconds_per_call(step_100, seconds, repeats)
+
+
+def batched_row(num: int, device: torch.device, seconds: float, repeats: int, sync: bool) -> str:
+    venv = gym.make_vec(ENV_ID, num_envs=num, vectorization_mode="vector_entry_point", device=device)
+    venv.reset(seed=0)
+    actions = np.zeros(num, dtype=np.int64) if device.type == "cpu" else torch.zeros(num, dtype=torch.int64,
+                                                                                       device=device)
+    wait = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)  # time the work, not its launch
+    native = best_seconds_per_call(lambda: (venv.step(actions), wait()), seconds, repeats)
+    sync_text = "-"
+    if sync:
+        sync_env = gym.make_vec(ENV_ID, num_envs=num, vectorization_mode="sync")
+        sync_env.reset(seed=0)
+        sync_step = best_seconds_per_call(lambda: sync_env.step(np.zeros(num, dtype=np.int64)), seconds, repeats)
+        sync_text = f"{num / sync_step:,.0f}"
+    # The floor: the env's own draw of a block of arm sets (one generator call per block), per round.
+    sim = venv.unwrapped.sim
+    keys, shape, counter = sim.keys, (sim.block_rounds, sim.n_arms, sim.dim), iter(range(10**9))
+    draw = best_seconds_per_call(lambda: (_kernels.unit_normal(keys, Stream.CONTEXT, next(counter), shape), wait()),
+                                 seconds, repeats) / sim.block_rounds
+    return (f"{num:>6} {num / native:>15,.0f} {sync_text:>13} {draw * 1e3:>9.3f} {native * 1e3:>8.3f} "
+            f"{native / draw:>9.2f}")
+
+
+@contextlib.contextmanager
+def busy_core(enabled: bool) -> Iterator[None]:
+    """A second process spinning on one core while the block runs (killed after)."""
+    if not enabled:
+        yield
+        return
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--seconds", type=float, default=2.0, help="minimum timing per measurement")
+    parser.add_argument("--seconds", type=float, default=1.0, help="minimum length of one timing")
+    parser.add_argument("--repeats", type=int, default=5, help="timings per figure; the best is printed")
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 64, 1024])
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--busy", action="store_true", help="keep one core busy with a second process")
+    parser.add_argument("--kernels", choices=["on", "off", "both"], default="on")
+    parser.add_argument("--no-sync", action="store_true", help="skip the SyncVectorEnv column")
     args = parser.parse_args()
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    print(f"bandit_gym {bandit_gym.__version__}, torch {torch.__version__}, "
-          f"threads {torch.get_num_threads()}, device {device}")
-    print(f"{'R':>6} {'native steps/s':>15} {'sync steps/s':>13} {'native/sync':>11} "
-          f"{'floor ms':>9} {'step ms':>8} {'step/floor':>10} {'randn ms':>9}")
-    for num in args.replicas:
-        print(measure(num, device, args.seconds))
+    print(f"bandit_gym {bandit_gym.__version__}, torch {torch.__version__}, torch threads {torch.get_num_threads()} "
+          f"(default), {os.cpu_count()} CPUs, device {device}, {'one core busy' if args.busy else 'idle'}, "
+          f"best of {args.repeats}")
+    settings = {"on": ["1"], "off": ["0"], "both": ["1", "0"]}[args.kernels]
+    with busy_core(args.busy):
+        for setting in settings:
+            os.environ["BANDIT_GYM_KERNELS"] = setting
+            print(f"\nkernels {'on' if setting == '1' else 'off'}")
+            for env_id in (ENV_ID, "LinearBanditFixed-v0", "CartPole-v1"):
+                rate = single_env_steps_per_second(env_id, args.seconds, args.repeats)
+                print(f"  single {env_id:<22} {rate:>10,.0f} steps/s")
+            print(f"{'R':>6} {'native steps/s':>15} {'sync steps/s':>13} {'draw ms':>9} {'step ms':>8} "
+                  f"{'step/draw':>9}")
+            for num in args.replicas:
+                print(batched_row(num, device, args.seconds, args.repeats, sync=not args.no_sync and num <= 64))
 
-
-def measure(num: int, device: torch.device, seconds: float) -> str:
-    """One table row for ``num`` replicas."""
-    venv = gym.make_vec(ENV_ID, num_envs=num, vectorization_mode="vector_entry_point", device=device)
-    venv.reset(seed=0)
-    actions = torch.zeros(num, dtype=torch.int64, device=device)
-    wait = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)  # time the work, not its launch
-    native = per_call_seconds(lambda: (venv.step(actions), wait()), seconds)
-
-    sync = gym.make_vec(ENV_ID, num_envs=num, vectorization_mode="sync")
-    sync.reset(seed=0)
-    np_actions = np.zeros(num, dtype=np.int64)
-    sync_step = per_call_seconds(lambda: sync.step(np_actions), seconds)
-
-    keys = _rng.seed_to_key(torch.arange(num)).to(device)
-    counter = iter(range(10**9))
-    shape = (venv.n_arms, venv.dim)
-    floor = per_call_seconds(lambda: (_rng.normal(keys, _rng.STREAM_CONTEXT, next(counter), shape), wait()), seconds)
-    randn = per_call_seconds(lambda: (torch.randn(num, *shape, device=device), wait()), seconds)
-    return (f"{num:>6} {num / native:>15,.0f} {num / sync_step:>13,.0f} {sync_step / native:>11.1f} "
-            f"{floor * 1e3:>9.3f} {native * 1e3:>8.3f} {native / floor:>10.2f} {randn * 1e3:>9.3f}")
 
 if __name__ == "__main__":
     main()

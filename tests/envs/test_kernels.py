@@ -25,6 +25,16 @@ def test_unit_normal_kernel_matches_torch(shape):
     torch.testing.assert_close(got, want, rtol=2**-23, atol=2**-24)
 
 
+@pytest.mark.parametrize(("replicas", "theta_rows"), [(4, 4), (4, 1), (1, 1)])
+def test_linear_scores_kernel_matches_torch(replicas, theta_rows):
+    # float64 sums rounded once against torch's float32 sums of d = 20 products of unit vectors'
+    # entries: they differ by a few float32 ulps of the terms at most.
+    contexts = rng.unit_normal(rng.seed_to_key(range(replicas)), Stream.CONTEXT, 0, (3, 50, 20))  # (R, B, K, d)
+    theta = rng.unit_normal(rng.seed_to_key(range(theta_rows)), Stream.INSTANCE, 0, (20,))  # (R or 1, d)
+    want = (contexts * theta[:, None, None, :]).sum(dim=3)
+    torch.testing.assert_close(_kernels.linear_scores(contexts, theta), want, rtol=1e-6, atol=1e-6)
+
+
 def test_kernels_off_runs_the_torch_definition(monkeypatch):
     keys = rng.seed_to_key(range(3))
     monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
@@ -49,4 +59,4 @@ def test_envs_give_the_same_runs_with_kernels_on_and_off(monkeypatch, env_id):
     for (obs_on, best_on, reward_on), (obs_off, best_off, reward_off) in zip(on, off, strict=True):
         np.testing.assert_allclose(obs_on, obs_off, rtol=2**-23, atol=2**-24)
         assert best_on == best_off  # gaps between arms are far above float32 rounding at these sizes
-        assert reward_on == pytest.approx(reward_off, abs=1e-6)
+        assert reward_on == pytest.approx(reward_off, rel=1e-6, abs=1e-6)  # float32 rounding of the scores
