@@ -43,14 +43,16 @@ def _mix64(x):
 
 @njit(**_JIT)
 def _normal_rows(starts, n, out):
-    """Row ``r``: word ``j = mix64(starts[r] + j golden)``; Box-Muller in float64 gives normal ``j``
-    (cosine) and ``j + m`` (sine), ``m = ceil(n / 2)``, each rounded once to float32."""
+    """Row ``r``: word ``j = mix64(starts[r] + j golden)``; Box-Muller gives normal ``j`` (cosine) and
+    ``j + m`` (sine), ``m = ceil(n / 2)``: the radius in float64, the cosine and sine in float32 (twice
+    as fast as float64's; the draws stay within 1e-6 of the float64 definition, about 7 float32 ulps on
+    average)."""
     m = (n + 1) // 2
     for r in range(starts.shape[0]):
         for j in range(m):
             word = _mix64(starts[r] + np.uint64(j) * _GOLDEN)
             u1 = (np.float64(word >> np.uint64(32)) + 0.5) * 2.0**-32
-            angle = np.float64(word & np.uint64(0xFFFFFFFF)) * (2.0 * math.pi * 2.0**-32)
+            angle = np.float32(np.float64(word & np.uint64(0xFFFFFFFF)) * (2.0 * math.pi * 2.0**-32))
             radius = math.sqrt(-2.0 * math.log(u1))
             out[r, j] = radius * math.cos(angle)
             if j + m < n:
@@ -58,7 +60,8 @@ def _normal_rows(starts, n, out):
 
 
 def normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
-    """Loop version of ``bandit_gym.rng.normal`` (the same words; float64 Box-Muller rounded once).
+    """Loop version of ``bandit_gym.rng.normal``: the same words and formula, with float32 cosines and
+    sines (within 1e-6 of the torch draws, which round a float64 Box-Muller once).
 
     Block ``(stream, counter)`` of replica ``r`` starts at ``key_r + mix64((stream << 40) + counter)``,
     the definition in ``bandit_gym.rng`` (the test compares the two).
@@ -196,3 +199,63 @@ def potter_update(root: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
         np.empty(moment.shape, np.float32)
     _potter_update(root.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), s_new, b_new, theta)
     return torch.from_numpy(s_new), torch.from_numpy(b_new), torch.from_numpy(theta)
+
+
+# -- agents.models ---------------------------------------------------------------------------
+@njit(**_JIT)
+def _linear_scores(x, theta, out):
+    R, K, d = x.shape
+    for r in range(R):
+        for k in range(K):
+            acc = np.float32(0.0)
+            for j in range(d):
+                acc += x[r, k, j] * theta[r, j]
+            out[r, k] = acc
+
+
+def linear_scores(contexts: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """Loop version of :func:`agents.models.linear_scores`: ``x . theta`` per arm, ``(R, K)``."""
+    out = np.empty(contexts.shape[:2], np.float32)
+    _linear_scores(contexts.numpy(), theta.numpy(), out)
+    return torch.from_numpy(out)
+
+
+@njit(**_JIT)
+def _add_observation(gram, moment, x, rewards, gram_new, moment_new):
+    R, d = moment.shape
+    for r in range(R):
+        for i in range(d):
+            for j in range(d):
+                gram_new[r, i, j] = gram[r, i, j] + x[r, i] * x[r, j]
+            moment_new[r, i] = moment[r, i] + rewards[r] * x[r, i]
+
+
+def add_observation(gram: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
+                    rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Loop version of :func:`agents.models.add_observation`: ``V + x x^T`` and ``b + r x``."""
+    gram_new, moment_new = np.empty(gram.shape, np.float32), np.empty(moment.shape, np.float32)
+    _add_observation(gram.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), gram_new, moment_new)
+    return torch.from_numpy(gram_new), torch.from_numpy(moment_new)
+
+
+# -- agents.base -----------------------------------------------------------------------------
+@njit(**_JIT)
+def _random_argmax(values, tie_noise, out):
+    R, K = values.shape
+    for r in range(R):
+        best = values[r, 0]
+        for k in range(1, K):
+            best = max(best, values[r, k])
+        chosen, draw = 0, np.float32(-2.0)
+        for k in range(K):
+            candidate = tie_noise[r, k] if values[r, k] == best else np.float32(-1.0)
+            if candidate > draw:
+                chosen, draw = k, candidate
+        out[r] = chosen
+
+
+def random_argmax(values: torch.Tensor, tie_noise: torch.Tensor) -> torch.Tensor:
+    """Loop version of :func:`agents.base.random_argmax`: per row, the maximiser with the largest draw."""
+    out = np.empty(values.shape[0], np.int64)
+    _random_argmax(values.numpy(), tie_noise.numpy(), out)
+    return torch.from_numpy(out)

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from agents.base import BanditAgent, chosen_rows
 from agents.history import History
 from agents.linear import potter, sherman_morrison, ucb_scores
-from agents.models import matvec
+from agents.models import linear_scores, matvec
 from bandit_gym import rng
 from bandit_gym.rng import Stream
 
@@ -110,7 +110,7 @@ class _LogisticAgent(BanditAgent):
         """Arms for ``theta = center + a u`` with ``u = root_solve(z)``, ``z ~ N(0, I)`` (this round's draw)."""
         z = self._normals(self.keys, self.t).to(self.device)  # (R, d)
         theta = center + self.exploration_scale[:, None] * root_solve(z)  # (R, d)
-        return self._argmax((contexts * theta[:, None, :]).sum(dim=-1))
+        return self._argmax(linear_scores(contexts, theta))
 
     def _state(self) -> dict[str, torch.Tensor]:
         return {**{f"data.{k}": v for k, v in self.data.state_dict().items()},

@@ -23,7 +23,7 @@ import torch
 
 from agents import _kernels
 from agents.base import BanditAgent, chosen_rows, env_horizon
-from agents.models import matvec
+from agents.models import linear_scores, matvec
 from bandit_gym import rng
 from bandit_gym.rng import Stream
 
@@ -172,7 +172,7 @@ class EpsGreedy(_RidgeAgent):
         return (self.exploration_scale / math.sqrt(self.t if t is None else t)).clamp(max=1.0)
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        greedy = self._argmax((contexts * self.theta_hat[:, None, :]).sum(dim=-1))  # (R,)
+        greedy = self._argmax(linear_scores(contexts, self.theta_hat))  # (R,)
         u = self._uniforms(self.keys, self.t).to(self.device)  # (R, 2): coin, arm
         random_arm = (u[:, 1].double() * self.n_arms).long()  # (R,) u < 1 exactly, so < n_arms
         return torch.where(u[:, 0] < self.exploration_rate(), random_arm, greedy)
@@ -221,7 +221,7 @@ class LinTS(BanditAgent):
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
         theta = self.sample_theta()  # (R, d)
-        return self._argmax((contexts * theta[:, None, :]).sum(dim=-1))  # (R,)
+        return self._argmax(linear_scores(contexts, theta))  # (R,)
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         x = chosen_rows(contexts, actions)  # (R, d)

@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 import torch
 import torch.nn.functional as F
 
+from agents import _kernels
 from agents.history import History
 
 
@@ -90,6 +91,21 @@ def matvec(matrix: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
     return (matrix * vector[:, None, :]).sum(dim=-1)
 
 
+def linear_scores(contexts: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """``x . theta`` for every arm: ``(R, K, d), (R, d) -> (R, K)``."""
+    if _kernels.enabled(contexts, theta):
+        return _kernels.linear_scores(contexts, theta)
+    return (contexts * theta[:, None, :]).sum(dim=-1)
+
+
+def add_observation(gram: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
+                    rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``V + x x^T`` and ``b + r x`` per replica: ``(R, d, d), (R, d), (R, d), (R,)``."""
+    if _kernels.enabled(gram, moment, x, rewards):
+        return _kernels.add_observation(gram, moment, x, rewards)
+    return gram + x[:, :, None] * x[:, None, :], moment + rewards[:, None] * x
+
+
 class LinearModel(RewardModel):
     """Linear rewards ``x . theta``; ``L_t = sum_i (x_i . theta - r_i)^2 + lambda ||theta||^2``.
 
@@ -114,11 +130,10 @@ class LinearModel(RewardModel):
         return self._count
 
     def scores(self, params: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
-        return (contexts * params[:, None, :]).sum(dim=-1)  # (R, K)
+        return linear_scores(contexts, params)  # (R, K)
 
     def add(self, features: torch.Tensor, rewards: torch.Tensor) -> None:
-        self.gram = self.gram + features[:, :, None] * features[:, None, :]  # (R, d, d)
-        self.moment = self.moment + rewards[:, None] * features  # (R, d)
+        self.gram, self.moment = add_observation(self.gram, self.moment, features, rewards)  # V += x x^T, b += r x
         self.reward_square_sum = self.reward_square_sum + rewards**2
         self._count += 1
 
@@ -160,7 +175,7 @@ class LogisticModel(RewardModel):
         return len(self.data)
 
     def scores(self, params: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
-        return (contexts * params[:, None, :]).sum(dim=-1)  # (R, K): logits, monotone in the mean reward
+        return linear_scores(contexts, params)  # (R, K): logits, monotone in the mean reward
 
     def add(self, features: torch.Tensor, rewards: torch.Tensor) -> None:
         self.data.append(features=features, rewards=rewards)

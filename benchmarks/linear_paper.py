@@ -3,29 +3,34 @@
 Both linear settings (a new arm set every round, ``LinearBandit-v0``; one fixed arm
 set, ``LinearBanditFixed-v0``): d = 20, 50 arms, T = 10,000 rounds, all seeds as one
 batch through ``gym.make_vec``. Every agent uses its library defaults (LMC-TS:
-K = 100 inner steps). Prints a Markdown table: wall time of ``learn`` (env included),
-the env's share (the same rounds with a fixed action), and the final cumulative
-regret as mean +- standard error over the seeds.
+K = 100 inner steps). Prints a Markdown table: wall time of ``learn`` (env included) with
+the compiled kernels on and with ``BANDIT_GYM_KERNELS=0`` (plain torch, envs included),
+the env's share (the same rounds with a fixed action), and the final cumulative regret
+(mean +- standard error over the seeds) of both runs.
 
 The last row of each setting (``--reference``, on by default) runs the plain
 single-seed numpy LinUCB of ``benchmarks/numpy_linucb.py`` once per seed, one seed
-after another: the yardstick the speed targets are stated against, measured on the
-same machine at the same time. ``--repeats N`` reports the fastest of N runs and, in
-brackets, every run's time in order (the runs are deterministic, so only the time varies; on
-a shared VM it varies by +-30%, at times more).
+after another: a yardstick measured on the same machine at the same time. ``--repeats N``
+reports the fastest of N runs and, in brackets, every run's time in order (the runs are
+deterministic, so only the time varies; on a shared VM by +-30%, at times more).
+
+Torch runs with its default intra-op threads (``--threads`` sets them, for comparison).
+``--busy`` keeps one core busy with a second process during the whole measurement (what a
+user's other work does to the library's defaults).
 
     python benchmarks/linear_paper.py                      # the paper's sizes
+    python benchmarks/linear_paper.py --busy --agents LMCTS --kernels on
     python benchmarks/linear_paper.py --rounds 2000 --seeds 4 --agents LMCTS LinTS
     python benchmarks/linear_paper.py --device cuda --seeds 1000 --no-reference
-
-``--threads`` (default 1) sets torch's intra-op threads: the tensors here are small,
-and on a shared 2-core machine two OpenMP threads fighting another process make
-small ops 10x to 40x slower.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import subprocess
+import sys
 import time
 
 import gymnasium as gym
@@ -64,12 +69,13 @@ def run_agent(name: str, setting: str, rounds: int, seeds: int, seed: int = 0, d
 def env_seconds(setting: str, rounds: int, seeds: int, device: str = "cpu") -> float:
     """Time of the env alone: ``rounds`` steps with action 0 everywhere."""
     env = make_env(setting, rounds, seeds, device)
-    env.reset(seed=0)
-    actions = torch.zeros(seeds, dtype=torch.int64, device=device)
+    obs, _ = env.reset(seed=0)
+    actions = torch.zeros(seeds, dtype=torch.int64, device=device) if isinstance(obs, torch.Tensor) else \
+        np.zeros(seeds, dtype=np.int64)
     start = time.perf_counter()
     for _ in range(rounds):
         _, reward, *_ = env.step(actions)
-    reward.cpu()  # waits for the device
+    torch.as_tensor(reward).cpu()  # waits for the device
     return time.perf_counter() - start
 
 
@@ -92,6 +98,56 @@ def times_cell(times: list[float]) -> str:
     return fastest if len(times) == 1 else f"{fastest} ({', '.join(f'{t:.1f}' for t in times)})"
 
 
+@contextlib.contextmanager
+def kernels(on: bool):
+    """Run the block with the compiled kernels on or off (``BANDIT_GYM_KERNELS``, read at each call)."""
+    old = os.environ.get("BANDIT_GYM_KERNELS")
+    os.environ["BANDIT_GYM_KERNELS"] = "1" if on else "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["BANDIT_GYM_KERNELS"]
+        else:
+            os.environ["BANDIT_GYM_KERNELS"] = old
+
+
+@contextlib.contextmanager
+def busy_core(busy: bool):
+    """A second process spinning on one core for the duration of the block (if ``busy``)."""
+    process = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+    try:
+        yield
+    finally:
+        if process is not None:
+            process.kill()
+            process.wait()
+
+
+def without_kernels(names: list[str]) -> None:
+    """Replace the named agent kernels by their torch functions (the other kernels stay on): how each
+    kernel's gain in ``docs/agents.md`` is measured. The replacement sets ``BANDIT_GYM_KERNELS=0``
+    around each call (about 5 us a call, included in the time)."""
+    from agents import _kernels, linear
+    from agents.lmcts import langevin_steps
+    from agents.models import LinearModel
+    from bandit_gym import rng
+
+    def linear_chain(gram, moment, theta, step_size, inverse_temperature, noise):
+        model = LinearModel.__new__(LinearModel)  # the statistics alone: all LinearModel.gradient reads
+        model.gram, model.moment = gram, moment
+        return langevin_steps(model, theta, step_size, inverse_temperature, noise)
+
+    torch_functions = {"normal": rng.normal, "linear_langevin": linear_chain, "ucb_scores": linear.ucb_scores,
+                       "ridge_update": linear.ridge_update, "potter_update": linear.potter_update}
+    for name in names:
+        def plain(*args, _function=torch_functions[name]):
+            with kernels(False):
+                return _function(*args)
+
+        setattr(_kernels, name, plain)
+
+
 def mean_se(values: np.ndarray) -> tuple[float, float]:
     values = np.asarray(values, dtype=np.float64)
     se = values.std(ddof=1) / np.sqrt(len(values)) if len(values) > 1 else float("nan")
@@ -105,33 +161,52 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--agents", nargs="+", default=["LMCTS", "LinTS", "LinUCB", "EpsGreedy"],
                         choices=sorted(AGENTS))
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
+    parser.add_argument("--kernels", choices=["both", "on", "off"], default="both",
+                        help="time the agents with the compiled kernels on, off, or both (default)")
+    parser.add_argument("--without", nargs="+", default=[], metavar="KERNEL",
+                        choices=["normal", "linear_langevin", "ucb_scores", "ridge_update", "potter_update"],
+                        help="run these agent kernels as their torch functions (to measure each kernel's gain)")
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    parser.add_argument("--busy", action="store_true", help="keep one core busy with a second process")
     parser.add_argument("--device", default="cpu", help="torch device of the envs and agents (default cpu)")
     parser.add_argument("--repeats", type=int, default=1, help="report the fastest of this many runs (default 1)")
     parser.add_argument("--no-reference", dest="reference", action="store_false",
                         help="skip the plain numpy single-seed LinUCB rows")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    without_kernels(args.without)
+    modes = {"both": (True, False), "on": (True,), "off": (False,)}[args.kernels]
 
     print(f"T = {args.rounds} rounds, {args.seeds} seeds as one batch, d = 20, 50 arms, "
-          f"torch {torch.__version__}, device {args.device}, {args.threads} thread(s), "
+          f"torch {torch.__version__}, device {args.device}, {torch.get_num_threads()} thread(s)"
+          f"{', one core kept busy by another process' if args.busy else ''}"
+          f"{', agent kernels replaced by torch: ' + ' '.join(args.without) if args.without else ''}, "
           f"fastest of {args.repeats} run(s), every run's time in brackets\n")
-    print("| setting | agent | wall time (s) | env alone (s) | cumulative regret (mean +- s.e.) |")
-    print("|---|---|---:|---:|---:|")
-    for setting in args.settings:
-        (env_times,) = timed_runs(args.repeats, lambda *a: (env_seconds(*a),), setting, args.rounds, args.seeds,
-                                  args.device)
-        env_time = f"{min(env_times):.1f}"
-        for name in args.agents:
-            times, regret = timed_runs(args.repeats, run_agent, name, setting, args.rounds, args.seeds, 0,
-                                       args.device)
-            mean, se = mean_se(regret)
-            print(f"| {setting} | {name} | {times_cell(times)} | {env_time} | {mean:.1f} +- {se:.1f} |", flush=True)
-        if args.reference:
-            times, regret = timed_runs(args.repeats, reference_seconds, setting, args.rounds, args.seeds)
-            mean, se = mean_se(regret)
-            print(f"| {setting} | numpy LinUCB, one seed at a time (reference) | {times_cell(times)} | - | "
-                  f"{mean:.1f} +- {se:.1f} |", flush=True)
+    print("| setting | agent | kernels on (s) | kernels off (s) | env alone (s) | regret, kernels on | "
+          "regret, kernels off |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    with busy_core(args.busy):
+        for setting in args.settings:
+            with kernels(True):
+                (env_times,) = timed_runs(args.repeats, lambda *a: (env_seconds(*a),), setting, args.rounds,
+                                          args.seeds, args.device)
+            env_time = f"{min(env_times):.1f}"
+            for name in args.agents:
+                cells = {True: ("-", "-"), False: ("-", "-")}
+                for on in modes:
+                    with kernels(on):
+                        times, regret = timed_runs(args.repeats, run_agent, name, setting, args.rounds,
+                                                   args.seeds, 0, args.device)
+                    mean, se = mean_se(regret)
+                    cells[on] = (times_cell(times), f"{mean:.1f} +- {se:.1f}")
+                print(f"| {setting} | {name} | {cells[True][0]} | {cells[False][0]} | {env_time} | "
+                      f"{cells[True][1]} | {cells[False][1]} |", flush=True)
+            if args.reference:
+                times, regret = timed_runs(args.repeats, reference_seconds, setting, args.rounds, args.seeds)
+                mean, se = mean_se(regret)
+                print(f"| {setting} | numpy LinUCB, one seed at a time (reference) | {times_cell(times)} | - | - | "
+                      f"{mean:.1f} +- {se:.1f} | - |", flush=True)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,10 @@ import torch
 from replicas import linear_rounds
 
 from agents import _kernels
+from agents.base import random_argmax
 from agents.lmcts import langevin_steps
 from agents.linear import potter_update, ridge_update, ucb_scores
-from agents.models import LinearModel
+from agents.models import LinearModel, add_observation, linear_scores
 from bandit_gym import rng
 from bandit_gym.rng import Stream
 
@@ -44,9 +45,10 @@ def test_kernels_switch_off_with_the_environment_variable(monkeypatch):
 def test_normal_kernel_equals_rng_normal(shape):
     keys = rng.seed_to_key(list(range(5)) + [2**40, 123456789])
     for counter in (0, 1, 10_000):
-        # Both: float64 Box-Muller rounded once to float32 (libm vs torch's log/cos/sin: <= 1 ulp).
+        # The kernel's float32 cosine and sine of a float32 angle (<= 2 pi, error <= 2 pi 2^-24) times a
+        # radius <= 6.8: at most ~1e-6 from torch's float64 Box-Muller rounded once.
         torch.testing.assert_close(_kernels.normal(keys, Stream.SAMPLE, counter, shape),
-                                   rng.normal(keys, Stream.SAMPLE, counter, shape), rtol=2e-7, atol=1e-7)
+                                   rng.normal(keys, Stream.SAMPLE, counter, shape), rtol=0, atol=1.5e-6)
 
 
 def _statistics(R=6, d=5, T=40, seed=0):
@@ -94,3 +96,32 @@ def test_ridge_update_kernels_equal_torch(monkeypatch, update):
     # 60 rank-one updates of entries <= 1: rounding differences stay ~1e-6.
     for fast, plain in zip(state["1"], state["0"], strict=True):
         torch.testing.assert_close(fast, plain, rtol=1e-5, atol=1e-5)
+
+
+def test_linear_scores_and_add_observation_kernels_equal_torch(monkeypatch):
+    R, K, d = 6, 9, 5
+    _, contexts, _, played, rewards = linear_rounds(2, R, K, d, seed=5)
+    theta = torch.randn(R, d, generator=torch.Generator().manual_seed(6))
+    fast, plain = both_ways(monkeypatch, linear_scores, contexts[0], theta)
+    torch.testing.assert_close(fast, plain, rtol=1e-5, atol=1e-6)
+    gram, moment = torch.eye(d).expand(R, d, d).clone(), torch.randn(R, d)
+    fast, plain = both_ways(monkeypatch, add_observation, gram, moment, played[0], rewards[0])
+    for a, b in zip(fast, plain, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_random_argmax_kernel_equals_torch_with_and_without_ties(monkeypatch):
+    gen = torch.Generator().manual_seed(0)
+    noise = torch.rand(64, 7, generator=gen)
+    for values in (torch.randn(64, 7, generator=gen), torch.randint(3, (64, 7), generator=gen).float(),
+                   torch.full((64, 7), float("nan"))):
+        fast, plain = both_ways(monkeypatch, random_argmax, values, noise)
+        assert torch.equal(fast, plain)  # integer answers: the same choice, not just close
+
+
+def test_random_argmax_breaks_ties_uniformly():
+    """All 7 arms tied in 4,000 rows: each wins with frequency 1/7 (sd 0.0055; bound 5 sd)."""
+    keys = rng.seed_to_key(list(range(4000)))
+    noise = rng.uniform(keys, Stream.TIES, 1, (7,))
+    wins = torch.bincount(random_argmax(torch.zeros(4000, 7), noise), minlength=7) / 4000
+    assert (wins - 1 / 7).abs().max() < 5 * (1 / 7 * 6 / 7 / 4000) ** 0.5
