@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -116,6 +117,18 @@ def test_ppo_with_per_arm_policy_beats_uniform_threefold_in_20000_steps() -> Non
     model.learn(20_000)
     greedy, uniform = _greedy_and_uniform_regret(model, env, rounds=2_000)
     assert greedy < 0.3 * uniform, (greedy, uniform)
+
+
+def test_sb3_check_env_finds_nothing_but_the_arm_matrix_shape() -> None:
+    # SB3's checker warns about any 2-D observation; the per-arm policies need exactly that shape.
+    from stable_baselines3.common.env_checker import check_env
+
+    for env in (gym.make("LinearBandit-v0"), OneStepEpisodes(gym.make("LinearBandit-v0"))):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_env(env)
+        messages = [str(w.message) for w in caught]
+        assert messages and all("unconventional shape" in m for m in messages), messages
 
 
 def test_per_arm_extractor_refuses_a_flat_observation_space() -> None:
