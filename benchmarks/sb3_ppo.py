@@ -52,14 +52,20 @@ class _RegretLog(BaseCallback):
         return True
 
 
+def _horizon(steps: int, eval_rounds: int) -> int:
+    """One run for everything: PPO plays whole rollouts (up to n_steps = 2,048 rounds past ``steps``)."""
+    return steps + eval_rounds + 4_096
+
+
 def run_ppo(policy, seed: int, steps: int, eval_rounds: int) -> dict[str, float]:
-    env = OneStepEpisodes(gym.make(ENV_ID, horizon=steps + eval_rounds))
+    env = OneStepEpisodes(gym.make(ENV_ID, horizon=_horizon(steps, eval_rounds)))
     model = PPO(policy, env, seed=seed, device="cpu")  # SB3's default PPO settings
     log = _RegretLog()
     start = time.perf_counter()
     model.learn(steps, callback=log)
     seconds = time.perf_counter() - start
     learning = np.asarray(log.regret[:steps])
+    assert len(log.regret) + eval_rounds < env.unwrapped.horizon, "the evaluation must stay in the same run"
     obs, info = env.reset()  # the next round of the same run
     greedy, uniform = [], []
     for _ in range(eval_rounds):
@@ -73,7 +79,7 @@ def run_ppo(policy, seed: int, steps: int, eval_rounds: int) -> dict[str, float]
 
 
 def run_lints(seed: int, steps: int, eval_rounds: int) -> dict[str, float]:
-    env = gym.make(ENV_ID, horizon=steps + eval_rounds)
+    env = gym.make(ENV_ID, horizon=_horizon(steps, eval_rounds))
     agent = LinTS(env, seed=seed, device="cpu")
     start = time.perf_counter()
     agent.learn(env, total_timesteps=steps + eval_rounds)  # one run; learn() resets at its start
