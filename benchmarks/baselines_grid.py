@@ -48,9 +48,10 @@ def main() -> None:
     parser.add_argument("--family", choices=sorted(GRIDS), default="linear")
     parser.add_argument("--horizon", type=int, default=10_000)
     parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1 is fastest here)")
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     grid = GRIDS[args.family]
     for env_id in grid["envs"]:
         for cls, kwargs in grid["agents"]:

@@ -34,10 +34,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="beta values")
     parser.add_argument("--lints-scales", nargs="+", type=float, default=[0.01, 0.02, 0.05, 0.1],
                         help="LinTS exploration scales c")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--out", type=Path, default=None, help="Markdown file to write the table to")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
 
     emit = GrowingTable([
         f"T = {args.rounds}, {args.seeds} seeds as one batch, d = 20, 50 arms; LMC-TS: linear model, "

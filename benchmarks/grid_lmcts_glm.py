@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import GrowingTable  # noqa: E402
@@ -35,7 +34,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--inverse-temperatures", nargs="+", type=float, default=[10, 30, 100], help="beta values")
     parser.add_argument("--out", type=Path, default=None, help="Markdown file to write the table to")
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
     emit = GrowingTable([
         f"{ENV}, T = {args.rounds}, seeds 0..{args.seeds - 1} as one batch; LMC-TS: glm model, full batch, "
         "eta_t = eta_0 / t, K = 100, lambda = 1. Regret: final cumulative regret, mean +- s.e. over seeds.",

@@ -36,22 +36,22 @@ def run(seed: int, rounds: int = 10_000, n_arms: int = 50, dim: int = 20, changi
 
     theta_star = unit_rows(dim)
     arms = unit_rows((n_arms, dim))
-    design_inverse, reward_sum, theta_hat = np.eye(dim) / lambda_reg, np.zeros(dim), np.zeros(dim)
+    gram_inverse, reward_sum, theta_hat = np.eye(dim) / lambda_reg, np.zeros(dim), np.zeros(dim)
     regret = 0.0
     for t in range(1, rounds + 1):
         if changing_arms:
             arms = unit_rows((n_arms, dim))
         means = arms @ theta_star
         nu = exploration_scale * np.sqrt(dim * np.log(t))
-        width = np.sqrt(np.einsum("kd,kd->k", arms @ design_inverse, arms))
+        width = np.sqrt(np.einsum("kd,kd->k", arms @ gram_inverse, arms))
         action = int(np.argmax(arms @ theta_hat + nu * width))
         x = arms[action]
         reward = means[action] + noise_std * rng.standard_normal()
         regret += means.max() - means[action]
-        vx = design_inverse @ x
-        design_inverse -= np.outer(vx, vx) / (1.0 + x @ vx)
+        vx = gram_inverse @ x
+        gram_inverse -= np.outer(vx, vx) / (1.0 + x @ vx)
         reward_sum += reward * x
-        theta_hat = design_inverse @ reward_sum
+        theta_hat = gram_inverse @ reward_sum
     return regret
 
 
@@ -64,34 +64,35 @@ def run_batched(seeds: int, rounds: int = 10_000, n_arms: int = 50, dim: int = 2
     """
     import torch
 
-    from bandit_gym import _rng
+    from bandit_gym import rng as _rng
+    from bandit_gym.rng import Stream
 
     loop_start = time.perf_counter()
     keys = _rng.seed_to_key(torch.arange(seeds))
-    theta_star = _rng.unit_normal(keys, _rng.STREAM_INSTANCE, 0, (dim,)).numpy()  # (R, d)
+    theta_star = _rng.unit_normal(keys, Stream.INSTANCE, 0, (dim,)).numpy()  # (R, d)
     block = max(1, 8192 // (n_arms * dim))  # the envs' block of rounds
     rows = np.arange(seeds)
-    design_inverse = np.tile(np.eye(dim, dtype=np.float32), (seeds, 1, 1))  # (R, d, d)
+    gram_inverse = np.tile(np.eye(dim, dtype=np.float32), (seeds, 1, 1))  # (R, d, d)
     reward_sum, theta_hat = np.zeros((seeds, dim), np.float32), np.zeros((seeds, dim), np.float32)
     regret, draw_seconds = np.zeros(seeds), 0.0
     for t in range(rounds):
         if t % block == 0:
             start = time.perf_counter()
-            arm_blocks = _rng.unit_normal(keys, _rng.STREAM_CONTEXT, t // block, (block, n_arms, dim)).numpy()
+            arm_blocks = _rng.unit_normal(keys, Stream.CONTEXT, t // block, (block, n_arms, dim)).numpy()
             mean_blocks = np.einsum("rbkd,rd->rbk", arm_blocks, theta_star)  # (R, B, K)
             draw_seconds += time.perf_counter() - start
         if t % 256 == 0:
-            noise = _rng.normal(keys, _rng.STREAM_REWARD, t // 256, (256,)).numpy()  # (R, 256)
+            noise = _rng.normal(keys, Stream.REWARD, t // 256, (256,)).numpy()  # (R, 256)
         arms, means = arm_blocks[:, t % block], mean_blocks[:, t % block]  # (R, K, d), (R, K)
         nu = exploration_scale * math.sqrt(dim * math.log(t + 1))  # a Python float keeps the arrays float32
-        width = np.sqrt(np.maximum(np.einsum("rkd,rkd->rk", np.matmul(arms, design_inverse), arms), 0.0))
+        width = np.sqrt(np.maximum(np.einsum("rkd,rkd->rk", np.matmul(arms, gram_inverse), arms), 0.0))
         action = (np.matmul(arms, theta_hat[:, :, None])[:, :, 0] + nu * width).argmax(axis=1)  # (R,)
         x, chosen = arms[rows, action], means[rows, action]  # (R, d), (R,)
         regret += means.max(axis=1) - chosen
-        vx = np.matmul(design_inverse, x[:, :, None])[:, :, 0]  # (R, d)
-        design_inverse = design_inverse - vx[:, :, None] * vx[:, None, :] / (1.0 + (vx * x).sum(-1))[:, None, None]
+        vx = np.matmul(gram_inverse, x[:, :, None])[:, :, 0]  # (R, d)
+        gram_inverse = gram_inverse - vx[:, :, None] * vx[:, None, :] / (1.0 + (vx * x).sum(-1))[:, None, None]
         reward_sum = reward_sum + (chosen + noise_std * noise[:, t % 256])[:, None] * x
-        theta_hat = np.matmul(design_inverse, reward_sum[:, :, None])[:, :, 0]
+        theta_hat = np.matmul(gram_inverse, reward_sum[:, :, None])[:, :, 0]
     return regret, time.perf_counter() - loop_start, draw_seconds
 
 

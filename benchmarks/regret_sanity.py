@@ -17,7 +17,6 @@ import argparse
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 import bandit_gym  # noqa: F401  (registers the envs)
 from agents import GLMTSL, LMCTS, SGDTS, UCBGLM, EpsGreedy, LinTS, LinUCB, UniformRandom
@@ -46,7 +45,6 @@ def main(argv: list[str] | None = None) -> None:
                         help="seeds 0..n-1 as one batch (default: as the tests, 4 linear and 20 logistic)")
     parser.add_argument("--envs", nargs="+", default=list(AGENTS), choices=list(AGENTS))
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
     print(f"T = {args.rounds}, library defaults; seeds as one batch\n")
     print("| env | seeds | agent | regret | / random | gap to random (s.e.) |")
     print("|---|---:|---|---:|---:|---:|")
