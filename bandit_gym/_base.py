@@ -104,7 +104,7 @@ class BanditSimulator(ABC):
 
     def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Play ``actions`` ``(R,)`` int64 in round ``t``; return ``(rewards, regret)``, ``(R,)`` each."""
-        chosen = self.expected.gather(1, actions[:, None])[:, 0]  # (R,)
+        chosen = self.expected.gather(1, actions.view(-1, 1)).view(-1)  # (R,)
         regret = self.best - chosen  # (R,) exactly 0 for an optimal arm
         rewards = self._sample_rewards(chosen, self.t)  # (R,)
         self.t += 1
@@ -251,7 +251,7 @@ class BanditEnv(gym.Env):
         if self.sim.truncated:
             raise RuntimeError(f"the episode ended at its horizon ({self.horizon} rounds); call reset()")
         self._last_action = self._check_action(action)
-        rewards, regret = self.sim.step(torch.tensor([self._last_action]))  # (1,) each
+        rewards, regret = self.sim.step(torch.full((1,), self._last_action))  # (1,) each
         info = self._info()
         info["regret"] = regret.item()
         return self.sim.contexts.numpy()[0], rewards.item(), False, self.sim.truncated, info

@@ -18,10 +18,12 @@ from bandit_gym.validation import check_bool, check_float, check_int
 
 #: The paper's text gives the noise variance sigma^2 = 0.5 (its reference code uses std 0.5).
 PAPER_NOISE_STD = math.sqrt(0.5)
-#: Changing arm sets are drawn a block of rounds per generator call, about this many features
-#: per replica (8 rounds at the paper's 50 x 20): the block size is part of the stream's
-#: definition, so it depends on the shape only, never on the number of replicas.
-_BLOCK_FEATURES = 8192
+#: Changing arm sets are drawn a block of rounds per generator call, about this many features per
+#: replica (2 rounds at the paper's 50 x 20). The block size is part of the stream's definition, so it
+#: depends on the shape only, never on the number of replicas. 2048 normals come from 1024 words:
+#: torch runs its float64 cos and sin on that many elements on one thread (on more, on its intra-op
+#: threads), so a single env's torch path (BANDIT_GYM_KERNELS=0) never waits on the thread pool.
+_BLOCK_FEATURES = 2048
 #: Peak bytes per drawn feature (float64 normals and their temporaries on the torch path).
 _BYTES_PER_FEATURE = 48
 
@@ -48,8 +50,6 @@ class SyntheticBanditSimulator(BanditSimulator):
                  horizon: int = 10_000, changing_arms: bool = True, noise_std: float = PAPER_NOISE_STD,
                  instance_seed: int | None = None) -> None:
         super().__init__(num_replicas, device)
-        if self.device.type == "cpu" and not _kernels.enabled():  # torch's draws of a block run multi-threaded
-            check_fork_safe("A synthetic bandit with BANDIT_GYM_KERNELS=0")
         self.n_arms = check_int("n_arms", n_arms, minimum=2)
         self.dim = check_int("dim", dim)
         self.horizon = check_int("horizon", horizon)
@@ -57,8 +57,10 @@ class SyntheticBanditSimulator(BanditSimulator):
         self.noise_std = check_float("noise_std", noise_std, minimum=0.0)
         self.instance_seed = None if instance_seed is None else check_int("instance_seed", instance_seed, minimum=0)
         self.block_rounds = max(1, _BLOCK_FEATURES // (self.n_arms * self.dim))
-        check_memory(self.num_replicas * self.block_rounds * self.n_arms * self.dim * _BYTES_PER_FEATURE,
-                     f"{self.num_replicas} replica(s) of {self.n_arms} arms x dim {self.dim}")
+        features = self.num_replicas * self.block_rounds * self.n_arms * self.dim  # drawn per block
+        check_memory(features * _BYTES_PER_FEATURE, f"{self.num_replicas} replica(s) of {self.n_arms} arms x dim {dim}")
+        if self.device.type == "cpu" and not _kernels.enabled() and features > _BLOCK_FEATURES:
+            check_fork_safe("A synthetic bandit this large with BANDIT_GYM_KERNELS=0")  # its draws are multi-threaded
         self.theta: torch.Tensor | None = None  # (R or 1, d)
         self.fixed_arms: torch.Tensor | None = None  # (R or 1, K, d) with changing_arms=False
         self._noise: rng.BlockDraws | None = None  # reward draws, 256 rounds per generator call

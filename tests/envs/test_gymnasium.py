@@ -6,6 +6,7 @@ otherwise; checks that need no data (keywords, specs) run for them regardless.
 
 from __future__ import annotations
 
+import os
 import pickle
 import subprocess
 import sys
@@ -140,7 +141,8 @@ def test_options_in_single_env_reset_are_refused_clearly():
         env.reset(seed=0, options={"difficulty": 2})
 
 
-def test_async_vector_env_after_the_parent_used_torch_threads_works_or_says_what_to_do(make_env, data_cache):
+@pytest.mark.parametrize("kernels", ["1", "0"], ids=["kernels-on", "kernels-off"])
+def test_async_vector_env_after_the_parent_used_torch_threads_works_or_says_what_to_do(make_env, data_cache, kernels):
     # Forked workers hang in a multi-threaded torch op if the parent had started torch's OpenMP
     # threads. The parent here starts them (a large exp), steps an env, then forks workers with
     # Gymnasium's default start method. Synthetic envs must work; dataset envs (whose row order is a
@@ -169,7 +171,8 @@ def test_async_vector_env_after_the_parent_used_torch_threads_works_or_says_what
                 print(env_id, "spawn" if "'spawn'" in str(exc) else repr(exc))
             venv.close()
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    environment = {**os.environ, "BANDIT_GYM_KERNELS": kernels}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=environment)
     assert out.returncode == 0, out.stderr
     expected = [f"{env_id} {'ok' if env_id in SYNTHETIC_IDS else 'spawn'}" for env_id in runnable]
     assert out.stdout.splitlines() == expected
