@@ -58,14 +58,15 @@ def _horizon(steps: int, eval_rounds: int) -> int:
 
 
 def run_ppo(policy, seed: int, steps: int, eval_rounds: int) -> dict[str, float]:
-    env = OneStepEpisodes(gym.make(ENV_ID, horizon=_horizon(steps, eval_rounds)))
+    horizon = _horizon(steps, eval_rounds)  # max_episode_steps: the spec's TimeLimit must not cut the run
+    env = OneStepEpisodes(gym.make(ENV_ID, horizon=horizon, max_episode_steps=horizon))
     model = PPO(policy, env, seed=seed, device="cpu")  # SB3's default PPO settings
     log = _RegretLog()
     start = time.perf_counter()
     model.learn(steps, callback=log)
     seconds = time.perf_counter() - start
     learning = np.asarray(log.regret[:steps])
-    assert len(log.regret) + eval_rounds < env.unwrapped.horizon, "the evaluation must stay in the same run"
+    assert len(log.regret) + eval_rounds < horizon, "the evaluation must stay in the same run"
     obs, info = env.reset()  # the next round of the same run
     greedy, uniform = [], []
     for _ in range(eval_rounds):
@@ -79,7 +80,8 @@ def run_ppo(policy, seed: int, steps: int, eval_rounds: int) -> dict[str, float]
 
 
 def run_lints(seed: int, steps: int, eval_rounds: int) -> dict[str, float]:
-    env = gym.make(ENV_ID, horizon=_horizon(steps, eval_rounds))
+    horizon = _horizon(steps, eval_rounds)
+    env = gym.make(ENV_ID, horizon=horizon, max_episode_steps=horizon)
     agent = LinTS(env, seed=seed, device="cpu")
     start = time.perf_counter()
     agent.learn(env, total_timesteps=steps + eval_rounds)  # one run; learn() resets at its start

@@ -112,7 +112,9 @@ def test_ppo_with_per_arm_policy_beats_uniform_threefold_in_20000_steps() -> Non
     # so it stays in the default suite). Measured with this seed: greedy regret about 0.003 per
     # round against uniform's 0.48 (benchmarks/sb3_ppo.py). A policy that ignored or mixed up the
     # arms' rows would stay near uniform, far above the 0.3x bound.
-    env = OneStepEpisodes(gym.make("LinearBandit-v0", horizon=30_000))  # one run: theta* fixed throughout
+    # One run, theta* fixed throughout: a horizon past PPO's 20,480 rounds and the evaluation
+    # (max_episode_steps too: the spec's TimeLimit would otherwise cut the run at 10,000).
+    env = OneStepEpisodes(gym.make("LinearBandit-v0", horizon=30_000, max_episode_steps=30_000))
     model = PPO(PerArmActorCriticPolicy, env, seed=0, device="cpu")
     model.learn(20_000)
     greedy, uniform = _greedy_and_uniform_regret(model, env, rounds=2_000)
