@@ -59,6 +59,13 @@ def _normal_rows(starts, n, out):
                 out[r, j + m] = radius * math.sin(angle)
 
 
+def _block_starts(keys: torch.Tensor, stream: int, counter: int) -> np.ndarray:
+    """Word 0 (before mixing) of block ``(stream, counter)`` per replica: ``key + mix64((stream << 40) + counter)``,
+    as ``bandit_gym.rng`` defines it (``(R,)`` uint64, wrapping modulo 2**64)."""
+    offset = int(_mix64(np.uint64(((int(stream) << 40) + counter) & (2**64 - 1))))
+    return keys.numpy().view(np.uint64) + np.uint64(offset)
+
+
 def normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
     """Loop version of ``bandit_gym.rng.normal``: the same words and formula, with float32 cosines and
     sines (within 1e-6 of the torch draws, which round a float64 Box-Muller once).
@@ -66,11 +73,25 @@ def normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]
     Block ``(stream, counter)`` of replica ``r`` starts at ``key_r + mix64((stream << 40) + counter)``,
     the definition in ``bandit_gym.rng`` (the test compares the two).
     """
-    offset = int(_mix64(np.uint64(((int(stream) << 40) + counter) & (2**64 - 1))))
-    starts = keys.numpy().view(np.uint64) + np.uint64(offset)  # (R,) wraps modulo 2**64
     n = math.prod(shape)
     out = np.empty((len(keys), n), np.float32)
-    _normal_rows(starts, n, out)
+    _normal_rows(_block_starts(keys, stream, counter), n, out)
+    return torch.from_numpy(out).reshape(len(keys), *shape)
+
+
+@njit(**_JIT)
+def _uniform_rows(starts, n, out):
+    """Row ``r``: the top 24 bits of word ``j = mix64(starts[r] + j golden)``, times ``2^-24`` (exact)."""
+    for r in range(starts.shape[0]):
+        for j in range(n):
+            out[r, j] = np.float32(_mix64(starts[r] + np.uint64(j) * _GOLDEN) >> np.uint64(40)) * np.float32(2.0**-24)
+
+
+def uniform(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """Loop version of ``bandit_gym.rng.uniform`` (the same bits)."""
+    n = math.prod(shape)
+    out = np.empty((len(keys), n), np.float32)
+    _uniform_rows(_block_starts(keys, stream, counter), n, out)
     return torch.from_numpy(out).reshape(len(keys), *shape)
 
 

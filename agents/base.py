@@ -116,7 +116,6 @@ class BanditAgent(ABC):
         self.t = 1  # the round about to be played (1-based, as in the papers)
         self.history: dict[str, np.ndarray] = {}
         self._hyperparameters: dict[str, Any] = {}
-        self._tie_draws = rng.BlockDraws("uniform", Stream.TIES, (self.n_arms,))
         self._learn_calls = 0
 
     # -- what an algorithm implements ------------------------------------------
@@ -281,9 +280,17 @@ class BanditAgent(ABC):
             reward = torch.from_numpy(np.asarray(reward, dtype=np.float32))
         return reward.to(self.device, torch.float32).reshape(self.num_replicas)
 
+    def _draws(self, kind: str, stream: Stream, shape: tuple[int, ...], t: int | None = None) -> torch.Tensor:
+        """Round ``t``'s (default: this round's) ``"uniform"`` or ``"normal"`` draws of a stream, ``(R, *shape)``:
+        ``bandit_gym.rng.uniform`` / ``normal`` with the round as the counter (their kernels on CPU)."""
+        t = self.t if t is None else t
+        if _kernels.enabled(self.keys):
+            return (_kernels.uniform if kind == "uniform" else _kernels.normal)(self.keys, stream, t, shape)
+        return (rng.uniform if kind == "uniform" else rng.normal)(self.keys, stream, t, shape)
+
     def _argmax(self, values: torch.Tensor) -> torch.Tensor:
         """Greedy arm per replica, ties broken at random with this round's draws: ``(R, K) -> (R,)``."""
-        return random_argmax(values, self._tie_draws(self.keys, self.t).to(values.device))
+        return random_argmax(values, self._draws("uniform", Stream.TIES, (self.n_arms,)).to(values.device))
 
     def _check_finite(self, tensor: torch.Tensor, what: str, step_size: Any = None) -> None:
         """Raise :class:`DivergenceError` naming the round (and the step size) if ``tensor`` has a NaN or Inf."""

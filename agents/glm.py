@@ -27,7 +27,6 @@ from agents.base import BanditAgent, chosen_rows
 from agents.history import History
 from agents.linear import potter, sherman_morrison, ucb_scores
 from agents.models import linear_scores, matvec
-from bandit_gym import rng
 from bandit_gym.rng import Stream
 
 
@@ -69,10 +68,9 @@ class _LogisticAgent(BanditAgent):
         self.theta_hat = torch.zeros(R, d, device=self.device)  # MLE estimate (R, d)
         eye = torch.eye(d, device=self.device)
         self.bound_inverse = eye / (2.0 * self.lambda_reg[:, None, None])  # B^-1 (R, d, d)
-        self._explore_draws = rng.BlockDraws("uniform", Stream.EXPLORE, ())
 
     def _random_arms(self) -> torch.Tensor:
-        u = self._explore_draws(self.keys, self.t).to(self.device).double()  # (R,) multiples of 2**-24 below 1
+        u = self._draws("uniform", Stream.EXPLORE, ()).to(self.device).double()  # (R,) multiples of 2**-24 below 1
         return (u * self.n_arms).long()  # exact in float64: floor(u K) <= K - 1
 
     def _explore_or(self, actions: torch.Tensor) -> torch.Tensor:
@@ -106,11 +104,9 @@ class _LogisticAgent(BanditAgent):
         eye = torch.eye(self.dim, device=self.device)
         return x.mT @ ((p * (1.0 - p))[:, :, None] * x) + 2.0 * self.lambda_reg[:, None, None] * eye
 
-    def _thompson_arms(self, contexts: torch.Tensor, center: torch.Tensor, root_solve) -> torch.Tensor:
-        """Arms for ``theta = center + a u`` with ``u = root_solve(z)``, ``z ~ N(0, I)`` (this round's draw)."""
-        z = self._normals(self.keys, self.t).to(self.device)  # (R, d)
-        theta = center + self.exploration_scale[:, None] * root_solve(z)  # (R, d)
-        return self._argmax(linear_scores(contexts, theta))
+    def _standard_normal(self) -> torch.Tensor:
+        """This round's ``z ~ N(0, I)`` of the posterior draw, ``(R, d)``."""
+        return self._draws("normal", Stream.SAMPLE, (self.dim,)).to(self.device)
 
     def _state(self) -> dict[str, torch.Tensor]:
         return {**{f"data.{k}": v for k, v in self.data.state_dict().items()},
@@ -181,13 +177,15 @@ class GLMTSL(_LogisticAgent):
         super().__init__(env, exploration_scale=exploration_scale, **kwargs)
         eye = torch.eye(self.dim, device=self.device)
         self.hessian_cholesky = (2.0 * self.lambda_reg).sqrt()[:, None, None] * eye  # L, L L^T = H (R, d, d)
-        self._normals = rng.BlockDraws("normal", Stream.SAMPLE, (self.dim,))
+
+    def sample_theta(self) -> torch.Tensor:
+        """This round's draw ``theta_hat + a L^-T z`` (``L^-T z ~ N(0, H^-1)``), ``(R, d)``; no state change."""
+        z = self._standard_normal()  # (R, d)
+        u = torch.linalg.solve_triangular(self.hessian_cholesky.mT, z[:, :, None], upper=True)[:, :, 0]  # L^-T z
+        return self.theta_hat + self.exploration_scale[:, None] * u
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        def inverse_root(z):  # L^-T z ~ N(0, H^-1)
-            return torch.linalg.solve_triangular(self.hessian_cholesky.mT, z[:, :, None], upper=True)[:, :, 0]
-
-        return self._explore_or(self._thompson_arms(contexts, self.theta_hat, inverse_root))
+        return self._explore_or(self._argmax(linear_scores(contexts, self.sample_theta())))
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         self._append(chosen_rows(contexts, actions), rewards)
@@ -244,11 +242,13 @@ class SGDTS(_LogisticAgent):
         self.anchor, self.theta_tilde, self.theta_bar, self.epoch_gradient = (
             torch.zeros(R, d, device=self.device) for _ in range(4))
         self.gram_inverse_root = torch.eye(d, device=self.device) / self.lambda_reg.sqrt()[:, None, None]  # S
-        self._normals = rng.BlockDraws("normal", Stream.SAMPLE, (d,))
+
+    def sample_theta(self) -> torch.Tensor:
+        """This round's draw ``theta_bar + g S z``, ``(R, d)``; no state change."""
+        return self.theta_bar + self.exploration_scale[:, None] * matvec(self.gram_inverse_root, self._standard_normal())
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        arms = self._thompson_arms(contexts, self.theta_bar, lambda z: matvec(self.gram_inverse_root, z))
-        return self._explore_or(arms)
+        return self._explore_or(self._argmax(linear_scores(contexts, self.sample_theta())))
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         x = chosen_rows(contexts, actions)  # (R, d)

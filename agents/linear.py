@@ -24,7 +24,6 @@ import torch
 from agents import _kernels
 from agents.base import BanditAgent, chosen_rows, env_horizon
 from agents.models import linear_scores, matvec
-from bandit_gym import rng
 from bandit_gym.rng import Stream
 
 
@@ -165,7 +164,6 @@ class EpsGreedy(_RidgeAgent):
 
     def __init__(self, env=None, *, exploration_scale: Any = 0.3, lambda_reg: Any = 1.0, **kwargs) -> None:
         super().__init__(env, exploration_scale=exploration_scale, lambda_reg=lambda_reg, **kwargs)
-        self._uniforms = rng.BlockDraws("uniform", Stream.EXPLORE, (2,))  # coin, random arm per round
 
     def exploration_rate(self, t: int | None = None) -> torch.Tensor:
         """``epsilon_t = min(1, c / sqrt(t))`` per replica for round ``t`` (default: the current round), ``(R,)``."""
@@ -173,7 +171,7 @@ class EpsGreedy(_RidgeAgent):
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
         greedy = self._argmax(linear_scores(contexts, self.theta_hat))  # (R,)
-        u = self._uniforms(self.keys, self.t).to(self.device)  # (R, 2): coin, arm
+        u = self._draws("uniform", Stream.EXPLORE, (2,)).to(self.device)  # (R, 2): coin, arm
         random_arm = (u[:, 1].double() * self.n_arms).long()  # (R,) u < 1 exactly, so < n_arms
         return torch.where(u[:, 0] < self.exploration_rate(), random_arm, greedy)
 
@@ -212,11 +210,10 @@ class LinTS(BanditAgent):
         self.gram_inverse_root = eye / self.lambda_reg.sqrt()[:, None, None]  # S, S S^T = V^-1 (R, d, d)
         self.moment = torch.zeros(self.num_replicas, self.dim, device=self.device)  # b (R, d)
         self.theta_hat = torch.zeros(self.num_replicas, self.dim, device=self.device)  # V^-1 b (R, d)
-        self._normals = rng.BlockDraws("normal", Stream.SAMPLE, (self.dim,))  # z of each round
 
     def sample_theta(self) -> torch.Tensor:
         """This round's posterior draw ``theta_t = theta_hat + v S z``, ``(R, d)``; no state change."""
-        z = self._normals(self.keys, self.t).to(self.device)  # (R, d)
+        z = self._draws("normal", Stream.SAMPLE, (self.dim,)).to(self.device)  # (R, d)
         return self.theta_hat + self.posterior_scale[:, None] * matvec(self.gram_inverse_root, z)
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:

@@ -20,7 +20,6 @@ from agents import _kernels
 from agents.base import BanditAgent, DivergenceError, chosen_rows
 from agents.models import MODELS, LinearModel, RewardModel
 from agents.validation import check_choice, check_float, check_int
-from bandit_gym import rng
 from bandit_gym.rng import Stream
 
 STEP_SCHEDULES = ("inverse_t", "constant")
@@ -142,11 +141,7 @@ class LMCTS(BanditAgent):
     def _sample(self, t: int, theta: torch.Tensor) -> torch.Tensor:
         """Round ``t``'s sample: :func:`langevin_steps` from ``theta`` with round ``t``'s draws."""
         eta = self.current_step_size(t)  # (R,)
-        shape = (self.n_inner_steps, self.model.n_params)
-        if _kernels.enabled(self.keys):
-            noise = _kernels.normal(self.keys, Stream.SAMPLE, t, shape)  # (R, K, p)
-        else:
-            noise = rng.normal(self.keys, Stream.SAMPLE, t, shape)  # (R, K, p)
+        noise = self._draws("normal", Stream.SAMPLE, (self.n_inner_steps, self.model.n_params), t)  # (R, K, p)
         if isinstance(self.model, LinearModel) and _kernels.enabled(theta, self.model.gram, eta):
             theta = _kernels.linear_langevin(self.model.gram, self.model.moment, theta, eta,
                                              self.inverse_temperature, noise)
@@ -167,7 +162,7 @@ class LMCTS(BanditAgent):
         n = self.model.n_observations
         if self.batch_size is None or n == 0:
             return None
-        u = rng.uniform(self.keys, Stream.MINIBATCH, t, (self.n_inner_steps, self.batch_size))  # (R, K, B)
+        u = self._draws("uniform", Stream.MINIBATCH, (self.n_inner_steps, self.batch_size), t)  # (R, K, B)
         return (u.to(self.device) * n).long().clamp_(max=n - 1)
 
     def _state(self) -> dict[str, torch.Tensor]:

@@ -5,19 +5,14 @@ from __future__ import annotations
 import torch
 
 from agents.base import BanditAgent
-from bandit_gym import rng
 from bandit_gym.rng import Stream
 
 
 class UniformRandom(BanditAgent):
     """Plays an arm drawn uniformly at random every round; learns nothing."""
 
-    def __init__(self, env=None, **kwargs) -> None:
-        super().__init__(env, **kwargs)
-        self._uniforms = rng.BlockDraws("uniform", Stream.EXPLORE, ())  # one u in [0, 1) per round
-
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        u = self._uniforms(self.keys, self.t).to(self.device).double()  # (R,), multiples of 2**-24 below 1
+        u = self._draws("uniform", Stream.EXPLORE, ()).to(self.device).double()  # (R,), multiples of 2**-24 below 1
         return (u * self.n_arms).long()  # exact in float64, so floor(u K) <= K - 1: never clipped
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:

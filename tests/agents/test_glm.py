@@ -65,10 +65,7 @@ def test_glmtsl_samples_have_covariance_a2_inverse_hessian():
     hessian = (X * (p * (1 - p))[:, None]).T @ X + 2.0 * torch.eye(d, dtype=torch.float64)
     torch.testing.assert_close(agent.hessian(agent.theta_hat[:1].expand(N, d))[0].double(), hessian,
                                rtol=1e-5, atol=1e-5)
-    z = agent._normals(agent.keys, agent.t)  # the draw of this round: theta = theta_hat + a L^-T z
-    theta = agent.theta_hat + a * torch.linalg.solve_triangular(agent.hessian_cholesky.mT, z[..., None],
-                                                                 upper=True)[..., 0]
-    w = (theta.double() - theta_hat) @ torch.linalg.cholesky(hessian) / a  # (N, d)
+    w = (agent.sample_theta().double() - theta_hat) @ torch.linalg.cholesky(hessian) / a  # (N, d)
     assert w.mean(0).abs().max() < 5 / math.sqrt(N)
     assert (torch.cov(w.T) - torch.eye(d, dtype=torch.float64)).abs().max() < 5 * math.sqrt(2 / N)
 

@@ -51,6 +51,13 @@ def test_normal_kernel_equals_rng_normal(shape):
                                    rng.normal(keys, Stream.SAMPLE, counter, shape), rtol=0, atol=1.5e-6)
 
 
+def test_uniform_kernel_equals_rng_uniform():
+    keys = rng.seed_to_key(list(range(5)) + [2**40])
+    for counter in (0, 7, 10_000):
+        assert torch.equal(_kernels.uniform(keys, Stream.TIES, counter, (3, 50)),
+                           rng.uniform(keys, Stream.TIES, counter, (3, 50)))  # integer bits, exactly scaled
+
+
 def _statistics(R=6, d=5, T=40, seed=0):
     _, _, _, played, rewards = linear_rounds(T, R, 4, d, seed=seed, noise=0.1)
     model = LinearModel(R, d, torch.linspace(0.5, 2.0, R), torch.device("cpu"))
