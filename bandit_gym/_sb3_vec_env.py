@@ -48,7 +48,8 @@ class NativeBatchedVecEnv(VecEnv):
 
     def __init__(self, venv: gym.vector.VectorEnv, one_step_episodes: bool = True) -> None:
         if not isinstance(venv, gym.vector.VectorEnv):
-            raise TypeError(f"venv must be a gymnasium.vector.VectorEnv (a native batched env), got {type(venv).__name__}")
+            raise TypeError(
+                f"venv must be a gymnasium.vector.VectorEnv (a native batched env), got {type(venv).__name__}")
         if not isinstance(one_step_episodes, bool):
             raise ValueError(f"one_step_episodes must be True or False, got {one_step_episodes!r}")
         self.venv = venv
@@ -61,7 +62,8 @@ class NativeBatchedVecEnv(VecEnv):
         seed = self._native_seed(self._seeds)
         options = self._options[0] if self._options[0] else None
         if any(o != self._options[0] for o in self._options):
-            raise ValueError("NativeBatchedVecEnv steps its replicas as one batch: set_options must give all the same options")
+            raise ValueError(
+                "NativeBatchedVecEnv steps its replicas as one batch: set_options must give all the same options")
         obs, info = self.venv.reset(seed=seed, options=options)
         self.reset_infos = self._split_info(info)
         self._reset_seeds()
@@ -136,7 +138,8 @@ class NativeBatchedVecEnv(VecEnv):
 
     def env_method(self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any) -> list[Any]:
         if sorted(self._all(indices)) != list(range(self.num_envs)):
-            raise ValueError("the native batched env is one object: env_method calls it for all replicas (indices=None)")
+            raise ValueError(
+                "the native batched env is one object: env_method calls it for all replicas (indices=None)")
         result = getattr(self.venv, method_name)(*method_args, **method_kwargs)
         return [result for _ in range(self.num_envs)]
 

@@ -53,7 +53,8 @@ def _check_observation(obs: Any, env: gym.Env, name: str, where: str) -> np.ndar
     space = env.observation_space
     _require(obs.shape == space.shape, name, f"{where}: observation has shape {obs.shape}, "
              f"observation_space has {space.shape} (n_arms, dim)")
-    _require(obs.dtype == space.dtype, name, f"{where}: observation dtype {obs.dtype} != observation_space dtype {space.dtype}")
+    _require(obs.dtype == space.dtype, name,
+             f"{where}: observation dtype {obs.dtype} != observation_space dtype {space.dtype}")
     _require(bool(np.all(np.isfinite(obs))), name, f"{where}: observation has non-finite values")
     _require(space.contains(obs), name, f"{where}: observation lies outside observation_space bounds")
     return obs
@@ -147,8 +148,8 @@ def _check_vector_env(env: gym.Env, venv: gym.vector.VectorEnv, singles: list[li
             differs = _same({k: singles[r][t][k] for k in got}, got, rtol, atol)
             _require(differs is None, name,
                      f"vector env replica {r} (reset(seed={seed}) of {num_envs} replicas) differs from the single env "
-                     f"reset with seed {seed} + {r} in {differs!r} after {t} steps with the same actions; replica r must "
-                     f"reproduce the single env seeded seed + r (within rtol={rtol}, atol={atol})")
+                     f"reset with seed {seed} + {r} in {differs!r} after {t} steps with the same actions; "
+                     f"replica r must reproduce the single env seeded seed + r (within rtol={rtol}, atol={atol})")
         if t + 1 < n_rounds:
             obs, reward, _, _, info = venv.step(np.asarray(actions[:, t], dtype=np.int64))
             shown = [_array(obs), _array(info["expected_rewards"]), _array(reward), _array(info["regret"])]

@@ -28,9 +28,9 @@ try:
     from stable_baselines3.common.policies import ActorCriticPolicy
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
     from stable_baselines3.dqn.policies import DQNPolicy, QNetwork
-except ImportError as exc:  # pragma: no cover - exercised in an install without the extra
-    raise ImportError(
-        'bandit_gym.sb3 needs Stable-Baselines3: pip install "bandit-gym[sb3]"'
+except ImportError as exc:  # an install without the extra (tested with SB3 hidden)
+    raise ModuleNotFoundError(
+        'bandit_gym.sb3 needs Stable-Baselines3: pip install "bandit-gym[sb3]"', name="stable_baselines3"
     ) from exc
 
 import gymnasium as gym
@@ -74,10 +74,10 @@ class PerArmFeaturesExtractor(BaseFeaturesExtractor):
         activation_fn: type[nn.Module] = nn.ReLU,
     ) -> None:
         n_arms, dim = _arm_matrix_shape(observation_space)
-        super().__init__(observation_space, features_dim=n_arms)
-        widths = [dim, *net_arch]
         if any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in net_arch):
             raise ValueError(f"net_arch must be a sequence of positive layer widths, got {net_arch!r}")
+        super().__init__(observation_space, features_dim=n_arms)
+        widths = [dim, *net_arch]
         layers: list[nn.Module] = []
         for width_in, width_out in zip(widths[:-1], widths[1:]):
             layers += [nn.Linear(width_in, width_out), activation_fn()]

@@ -126,9 +126,9 @@ def main() -> None:
     for name, run in agents.items():
         results = [run(seed) for seed in range(args.seeds)]
         uniform += [r["uniform"] for r in results if not np.isnan(r["uniform"])]
-        table.row(f"| {name} | {_mean_se([r['total'] for r in results], '.1f')} "
-                  f"| {_mean_se([r['last'] for r in results], '.4f')} | {_mean_se([r['after'] for r in results], '.4f')} "
-                  f"| {_mean_se([r['seconds'] for r in results], '.1f')} |")
+        cells = [_mean_se([r[key] for r in results], fmt)
+                 for key, fmt in (("total", ".1f"), ("last", ".4f"), ("after", ".4f"), ("seconds", ".1f"))]
+        table.row(f"| {name} | " + " | ".join(cells) + " |")
     mean_uniform = float(np.mean(uniform))
     table.row(f"| uniform random (expected) | {mean_uniform * args.steps:.1f} | {mean_uniform:.4f} "
               f"| {mean_uniform:.4f} | - |")

@@ -100,7 +100,8 @@ def test_a_flat_observation_space_is_refused() -> None:
 def test_a_vector_env_whose_replica_differs_fails() -> None:
     def vector(num_envs: int) -> gym.vector.VectorEnv:  # replica 1 is seeded seed + 1 + 1
         return gym.vector.SyncVectorEnv([lambda: ToyBandit(), lambda: ToyBandit(seed_offset=1), lambda: ToyBandit()])
-    with pytest.raises(BanditEnvCheckError, match=r"vector env replica 1 .* differs from the single env reset with seed 0 \+ 1"):
+    message = r"vector env replica 1 .* differs from the single env reset with seed 0 \+ 1"
+    with pytest.raises(BanditEnvCheckError, match=message):
         check_bandit_env(ToyBandit(), vector_env=vector)
 
 

@@ -73,6 +73,17 @@ def test_per_arm_policy_size_does_not_depend_on_the_number_of_arms(algo) -> None
     assert plain[0] < plain[1]  # what the per-arm policy avoids
 
 
+@pytest.mark.parametrize("algo", [PPO, DQN], ids=lambda a: a.__name__)
+def test_per_arm_model_saves_and_loads(algo, tmp_path) -> None:
+    env = OneStepEpisodes(gym.make("LinearBandit-v0"))
+    model = algo(PER_ARM_POLICY[algo], env, seed=0, device="cpu", **SMOKE_KWARGS[algo]).learn(128)
+    model.save(tmp_path / "model.zip")
+    loaded = algo.load(tmp_path / "model.zip", device="cpu")
+    obs = np.stack([env.reset(seed=s)[0] for s in range(8)])  # (8, K, d)
+    np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0])
+    torch.testing.assert_close(_parameters(loaded), _parameters(model))
+
+
 def test_per_arm_logits_follow_the_arms_when_they_are_reordered() -> None:
     # One shared network scores each row: permuting the arms permutes the logits, and the
     # critic's value (pooled over arms) does not change.
