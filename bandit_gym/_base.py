@@ -33,7 +33,7 @@ import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from bandit_gym import rng
+from bandit_gym import _kernels, rng
 from bandit_gym.validation import check_choice, check_int, resolve_device
 
 
@@ -97,7 +97,10 @@ class BanditSimulator(ABC):
         if block != self._block_index:
             contexts = self._contexts(block)  # (R, B, K, d)
             expected = self._mean_rewards(contexts)  # (R, B, K)
-            best, optimal = expected.amax(dim=2), expected.argmax(dim=2)  # (R, B) each; argmax: the first maximiser
+            if _kernels.enabled() and expected.device.type == "cpu" and expected.dtype == torch.float32:
+                best, optimal = _kernels.best_arms(expected)  # the same, compiled
+            else:
+                best, optimal = expected.amax(dim=2), expected.argmax(dim=2)  # (R, B); argmax: the first maximiser
             self._rounds = list(zip(*(x.unbind(1) for x in (contexts, expected, best, optimal)), strict=True))
             self._block_index = block
         self.contexts, self.expected, self.best, self.optimal_action = self._rounds[row]
@@ -385,15 +388,17 @@ class BanditVectorEnv(VectorEnv):
                              f"replica {bad} got {int(actions[bad])}")
         return actions
 
-    def _out(self, x: torch.Tensor) -> np.ndarray | torch.Tensor:
-        return x if self.array_type == "torch" else x.cpu().numpy()
+    def _out(self, x: torch.Tensor, copy: bool = False) -> np.ndarray | torch.Tensor:
+        """``x`` as the array type handed out; ``copy``: memory of the caller's own."""
+        if self.array_type == "torch":
+            return x.clone() if copy else x
+        return x.cpu().numpy().copy() if copy and x.device.type == "cpu" else x.cpu().numpy()
 
     def _info(self, **extra: torch.Tensor) -> dict[str, Any]:
         """SyncVectorEnv's layout: each value ``(R, ...)`` beside a ``_key`` mask saying every replica has it."""
-        values = {"expected_rewards": self.sim.expected.clone(), "optimal_action": self.sim.optimal_action.clone(),
-                  **extra}
+        values = {"expected_rewards": self.sim.expected, "optimal_action": self.sim.optimal_action, **extra}
         info = {}
         for key, value in values.items():
-            info[key] = self._out(value)
+            info[key] = self._out(value, copy=True)
             info[f"_{key}"] = self._out(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
         return info

@@ -10,7 +10,8 @@ compares the two with ``torch.testing.assert_close``.
 Kernels:
 
 * :func:`unit_normal` for :func:`bandit_gym.rng.unit_normal` (the arm features);
-* :func:`linear_scores` for the synthetic envs' ``x . theta*`` (``(contexts * theta).sum(-1)``).
+* :func:`linear_scores` for the synthetic envs' ``x . theta*`` (``(contexts * theta).sum(-1)``);
+* :func:`best_arms` for ``torch.max(expected, dim=2)`` (the best value and the first arm that has it).
 
 Both run on one thread, so they neither wait for torch's intra-op threads when another process
 holds a core nor hang in a forked child. Their measured gains are in ``docs/envs.md``.
@@ -63,6 +64,24 @@ def _scores(x, theta, out):
             for k in range(x.shape[2]):
                 total += np.float64(x[r, i, k]) * np.float64(t[k])
             out[r, i] = np.float32(total)
+
+
+def best_arms(expected: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Compiled ``torch.max(expected, dim=2)`` for CPU float32 ``(R, B, K)``: the largest value ``(R, B)`` and the
+    first arm that has it ``(R, B)`` int64 (``BanditSimulator._observe``)."""
+    R, B, K = expected.shape
+    best, optimal = np.empty(R * B, np.float32), np.empty(R * B, np.int64)
+    _best_arms(expected.reshape(R * B, K).numpy(), best, optimal)
+    return torch.from_numpy(best).reshape(R, B), torch.from_numpy(optimal).reshape(R, B)
+
+
+@njit(nogil=True, cache=True)
+def _best_arms(values, best, optimal):
+    for i in range(values.shape[0]):
+        best[i], optimal[i] = values[i, 0], 0
+        for k in range(1, values.shape[1]):
+            if values[i, k] > best[i]:  # strictly larger: ties keep the first arm
+                best[i], optimal[i] = values[i, k], k
 
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

@@ -35,6 +35,15 @@ def test_linear_scores_kernel_matches_torch(replicas, theta_rows):
     torch.testing.assert_close(_kernels.linear_scores(contexts, theta), want, rtol=1e-6, atol=1e-6)
 
 
+def test_best_arms_kernel_matches_torch_max_and_keeps_the_first_of_tied_arms():
+    expected = torch.rand(5, 3, 50)  # (R, B, K)
+    expected[0, 0, [3, 7]] = 2.0  # a tie for the best: the first arm must win, as torch's argmax
+    expected[1, 2, :] = 0.5  # every arm tied
+    best, optimal = _kernels.best_arms(expected)
+    torch.testing.assert_close(best, expected.amax(dim=2), rtol=0, atol=0)  # a maximum is exact
+    assert torch.equal(optimal, expected.argmax(dim=2)) and optimal[0, 0] == 3 and optimal[1, 2] == 0
+
+
 def test_kernels_off_runs_the_torch_definition(monkeypatch):
     keys = rng.seed_to_key(range(3))
     monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
