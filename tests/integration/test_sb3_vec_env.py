@@ -96,3 +96,11 @@ def test_native_vec_env_answers_attribute_queries_for_all_replicas() -> None:
         vec_env.set_attr("horizon", 5, indices=[0])
     with pytest.raises(TypeError, match="venv must be a gymnasium.vector.VectorEnv"):
         NativeBatchedVecEnv(gym.make("LinearBandit-v0"))
+
+
+def test_ppo_trains_on_a_dataset_env_through_the_native_vec_env(openml_cache) -> None:
+    # One-hot-block arms (Shuttle: 7 arms, rows of 7 x 9 features); the replicas share the data.
+    batched = make_batched_vec_env("Shuttle-v0", n_envs=4, seed=0, env_kwargs={"cache_dir": str(openml_cache)})
+    vec_env = VecMonitor(batched)
+    model = PPO(PerArmActorCriticPolicy, vec_env, seed=0, device="cpu", n_steps=32, batch_size=64).learn(256)
+    assert model.num_timesteps == 256 and all(episode["l"] == 1 for episode in model.ep_info_buffer)
