@@ -104,3 +104,13 @@ def test_ppo_trains_on_a_dataset_env_through_the_native_vec_env(openml_cache) ->
     vec_env = VecMonitor(batched)
     model = PPO(PerArmActorCriticPolicy, vec_env, seed=0, device="cpu", n_steps=32, batch_size=64).learn(256)
     assert model.num_timesteps == 256 and all(episode["l"] == 1 for episode in model.ep_info_buffer)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_native_vec_env_on_cuda_hands_sb3_the_cpu_numbers() -> None:
+    # On CUDA the native env gives torch tensors on the GPU; SB3 gets numpy, equal to the CPU env's.
+    gpu = gym.make_vec("LinearBandit-v0", num_envs=NUM_ENVS, vectorization_mode="vector_entry_point",
+                       horizon=HORIZON, device="cuda")
+    cpu = make_batched_vec_env("LinearBandit-v0", NUM_ENVS, env_kwargs={"horizon": HORIZON})
+    _assert_same(_play(NativeBatchedVecEnv(gpu), seed=4), _play(cpu, seed=4))
