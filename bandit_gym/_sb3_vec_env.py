@@ -10,6 +10,8 @@ import numpy as np
 import torch
 from stable_baselines3.common.vec_env import VecEnv
 
+from bandit_gym.validation import check_bool
+
 
 def _numpy(x: Any) -> np.ndarray:
     """An env output (numpy or torch, any device) as a numpy array."""
@@ -50,10 +52,8 @@ class NativeBatchedVecEnv(VecEnv):
         if not isinstance(venv, gym.vector.VectorEnv):
             raise TypeError(
                 f"venv must be a gymnasium.vector.VectorEnv (a native batched env), got {type(venv).__name__}")
-        if not isinstance(one_step_episodes, bool):
-            raise ValueError(f"one_step_episodes must be True or False, got {one_step_episodes!r}")
         self.venv = venv
-        self.one_step_episodes = one_step_episodes
+        self.one_step_episodes = check_bool("one_step_episodes", one_step_episodes)
         self._actions: np.ndarray | None = None
         super().__init__(venv.num_envs, venv.single_observation_space, venv.single_action_space)
 

@@ -18,6 +18,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from bandit_gym.validation import check_float, check_int
+
 __all__ = ["BanditEnvCheckError", "check_bandit_env"]
 
 
@@ -192,6 +194,11 @@ def check_bandit_env(
         rtol: Relative tolerance for floats compared across single and batched runs and for regret.
         atol: Absolute tolerance for the same.
     """
+    if not isinstance(env, gym.Env):
+        raise TypeError(f"env must be a gymnasium.Env (one bandit, not a vector env), got {type(env).__name__}")
+    seed, n_steps = check_int("seed", seed, minimum=0), check_int("n_steps", n_steps)
+    num_envs = check_int("num_envs", num_envs, minimum=2)
+    rtol, atol = check_float("rtol", rtol, minimum=0), check_float("atol", atol, minimum=0)
     name = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
     n_arms, _ = _check_spaces(env, name)
     venv = _make_vector_env(env, vector_env, num_envs)

@@ -108,3 +108,10 @@ def test_a_vector_env_whose_replica_differs_fails() -> None:
 def test_a_vector_env_with_other_spaces_fails() -> None:
     with pytest.raises(BanditEnvCheckError, match="vector env's single spaces"):
         check_bandit_env(ToyBandit(), vector_env=_toy_vector(n_arms=5))
+
+
+def test_check_bandit_env_names_a_bad_argument() -> None:
+    with pytest.raises(ValueError, match="num_envs must be an integer >= 2, got 1"):
+        check_bandit_env(ToyBandit(), num_envs=1)
+    with pytest.raises(TypeError, match="env must be a gymnasium.Env"):
+        check_bandit_env(gym.vector.SyncVectorEnv([ToyBandit]))
