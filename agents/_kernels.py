@@ -139,16 +139,27 @@ def _vector_times_matrix(v, m, out):
 @njit(**_JIT)
 def _ucb_scores(x, theta, m, nu, out):
     R, K, d = x.shape
-    y = np.empty(d, np.float32)
+    xt, y = np.empty((d, K), np.float32), np.empty((d, K), np.float32)  # arms as columns: loops run along K
+    mean, width = np.empty(K, np.float32), np.empty(K, np.float32)
     for r in range(R):
         for k in range(K):
-            _vector_times_matrix(x[r, k], m[r], y)  # x^T V^-1
-            mean = np.float32(0.0)
-            width = np.float32(0.0)
+            for i in range(d):
+                xt[i, k] = x[r, k, i]
+        for i in range(d):  # y = V^-1 X^T, one row at a time
+            y[i, :] = 0.0
             for j in range(d):
-                mean += x[r, k, j] * theta[r, j]
-                width += y[j] * x[r, k, j]
-            out[r, k] = mean + nu[r] * np.sqrt(max(width, np.float32(0.0)))
+                m_ij = m[r, i, j]
+                for k in range(K):
+                    y[i, k] += m_ij * xt[j, k]
+        mean[:] = 0.0
+        width[:] = 0.0
+        for i in range(d):
+            theta_i = theta[r, i]
+            for k in range(K):
+                mean[k] += theta_i * xt[i, k]
+                width[k] += xt[i, k] * y[i, k]
+        for k in range(K):
+            out[r, k] = mean[k] + nu[r] * np.sqrt(max(width[k], np.float32(0.0)))
 
 
 def ucb_scores(contexts: torch.Tensor, theta_hat: torch.Tensor, gram_inverse: torch.Tensor,
