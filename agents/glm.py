@@ -216,6 +216,8 @@ class SGDTS(_LogisticAgent):
         n_explore_rounds: ``tau >= 1`` random rounds, also the epoch length; default ``dim``. One
             value for all replicas (it sets the shared epoch schedule).
         projection_radius: Radius > 0 of the ball around the anchor that SGD stays in.
+        n_mle_steps: Bound-optimisation steps of the anchor's MLE at round ``tau`` (the error shrinks
+            by a factor ~0.2 per step).
         lambda_reg, ...: See :class:`_LogisticAgent`.
 
     References:
@@ -225,17 +227,15 @@ class SGDTS(_LogisticAgent):
 
     _state_names = (*_LogisticAgent._state_names, "anchor", "theta_tilde", "theta_bar", "epoch_gradient",
                     "gram_inverse_root")
-    _initial_mle_steps = 50  # bound-optimisation steps at round tau (error factor ~0.2 per step)
-
     def __init__(self, env=None, *, exploration_scale: Any = 0.1, step_size: Any = 3.0,
                  n_explore_rounds: int | None = None, projection_radius: Any = 2.0, lambda_reg: Any = 1.0,
-                 **kwargs) -> None:
-        super().__init__(env, exploration_scale=exploration_scale, lambda_reg=lambda_reg, **kwargs)
+                 n_mle_steps: Any = 50, **kwargs) -> None:
+        super().__init__(env, exploration_scale=exploration_scale, lambda_reg=lambda_reg, n_mle_steps=n_mle_steps,
+                         **kwargs)
         tau = self.dim if n_explore_rounds is None else n_explore_rounds
         self.n_explore_rounds = self._hyperparameter("n_explore_rounds", tau, integer=True, minimum=1)
         if len(set(self.n_explore_rounds.tolist())) > 1:
             raise ValueError(f"n_explore_rounds must be one integer for all replicas in SGDTS, got {tau!r}")
-        self._hyperparameters.pop("n_mle_steps")
         self.step_size = self._hyperparameter("step_size", step_size, minimum=0, strict=True)
         self.projection_radius = self._hyperparameter("projection_radius", projection_radius, minimum=0, strict=True)
         R, d = self.num_replicas, self.dim
@@ -258,7 +258,7 @@ class SGDTS(_LogisticAgent):
         if t <= tau:
             self._append(x, rewards)
             if t == tau:  # the anchor: the penalised MLE of the random rounds
-                self._mle_steps(torch.full((self.num_replicas,), self._initial_mle_steps, device=self.device))
+                self._mle_steps(self.n_mle_steps)
                 self.anchor, self.theta_tilde, self.theta_bar = (self.theta_hat.clone() for _ in range(3))
             return
         residual = torch.sigmoid((x * self.theta_tilde).sum(dim=-1)) - rewards  # (R,)
