@@ -62,8 +62,10 @@ def _normal_rows(starts, n, out):
 def _block_starts(keys: torch.Tensor, stream: int, counter: int) -> np.ndarray:
     """Word 0 (before mixing) of block ``(stream, counter)`` per replica: ``key + mix64((stream << 40) + counter)``,
     as ``bandit_gym.rng`` defines it (``(R,)`` uint64, wrapping modulo 2**64)."""
-    offset = int(_mix64(np.uint64(((int(stream) << 40) + counter) & (2**64 - 1))))
-    return keys.numpy().view(np.uint64) + np.uint64(offset)
+    x = ((int(stream) << 40) + counter) & (2**64 - 1)  # mix64 on a Python int (no numba call: ~4 us less)
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & (2**64 - 1)
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & (2**64 - 1)
+    return keys.numpy().view(np.uint64) + np.uint64(x ^ (x >> 31))
 
 
 def normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
