@@ -7,7 +7,6 @@ as one value per replica.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,7 +67,3 @@ def replica_seeds(seed: Any, num_replicas: int) -> list[int]:
         raise ValueError(f"seed must be an integer or hold one seed per replica ({num_replicas}), got {len(values)}")
     return [check_int("seed", s, minimum=0) for s in values]
 
-
-def is_number(value: Any) -> bool:
-    """Whether ``value`` is a real number (not a bool)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
