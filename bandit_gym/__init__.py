@@ -7,6 +7,10 @@
 
     env = gym.make("LinearBandit-v0")
     venv = gym.make_vec("LinearBandit-v0", num_envs=64, vectorization_mode="vector_entry_point")
+
+``bandit_gym.ENV_IDS`` lists the registered ids. Public modules beside the envs:
+``bandit_gym.rng`` (the counter-based random streams every env and agent draws from) and
+``bandit_gym.validation`` (argument checks). See ``docs/envs.md``.
 """
 
 from __future__ import annotations

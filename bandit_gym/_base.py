@@ -19,11 +19,7 @@ episode's key (the first one draws a seed from ``self.np_random``).
 
 from __future__ import annotations
 
-import difflib
-import inspect
 import numbers
-import os
-import threading
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -34,7 +30,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from bandit_gym import _kernels, rng
-from bandit_gym.validation import check_choice, check_int, resolve_device
+from bandit_gym.validation import check_choice, check_int, check_keywords, check_render_mode, resolve_device
 
 
 class BanditSimulator(ABC):
@@ -130,71 +126,6 @@ class BanditSimulator(ABC):
             self.reset(self.keys)
             self.t = t
             self._observe()
-
-
-#: True in a process forked from one that had native threads running (PyTorch's OpenMP pool): there, a
-#: multi-threaded torch op hangs for ever. Set in the parent just before a fork; the parent then clears it.
-_forked_after_threads = False
-
-
-def _note_threads_before_fork() -> None:
-    global _forked_after_threads
-    try:
-        _forked_after_threads = len(os.listdir("/proc/self/task")) > threading.active_count()
-    except OSError:  # no /proc: nothing known
-        _forked_after_threads = False
-
-
-def _clear_in_parent() -> None:
-    global _forked_after_threads
-    _forked_after_threads = False
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_note_threads_before_fork, after_in_parent=_clear_in_parent)
-
-
-def check_fork_safe(what: str) -> None:
-    """Fail at once, saying what to do, where large torch ops would hang (a forked child of a threaded parent)."""
-    if _forked_after_threads and torch.get_num_threads() > 1:
-        raise RuntimeError(
-            f"{what} cannot run in this process: it was forked from a process that had started PyTorch's threads, "
-            "and multi-threaded PyTorch operations hang in such a child. Start worker processes with 'spawn' or "
-            "'forkserver', e.g. gym.make_vec(env_id, num_envs=n, vectorization_mode='async', "
-            "vector_kwargs={'context': 'spawn'}).")
-
-
-def check_memory(num_bytes: float, what: str) -> None:
-    """Refuse up front an env whose tensors would not fit in this machine's memory."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):  # not a POSIX system: no estimate to compare with
-        return
-    if num_bytes > total:
-        raise MemoryError(f"{what} needs about {num_bytes / 2**30:,.1f} GiB of memory; this machine has "
-                          f"{total / 2**30:,.1f} GiB. Use fewer arms, a smaller dim or fewer replicas.")
-
-
-def check_keywords(face: type, simulator_class: type, kwargs: dict[str, Any], own: tuple[str, ...]) -> None:
-    """Raise a ``TypeError`` naming the env id, the unknown keyword, the accepted ones and the closest match."""
-    params = inspect.signature(simulator_class.__init__).parameters
-    accepted = sorted([name for name, p in params.items() if p.kind == p.KEYWORD_ONLY] + list(own))
-    unknown = [name for name in kwargs if name not in accepted]
-    if not unknown:
-        return
-    path = f"{face.__module__}:{face.__name__}"
-    ids = [s.id for s in gym.registry.values() if path in (s.entry_point, s.vector_entry_point)]
-    name = " / ".join(ids) if ids else face.__name__
-    close = difflib.get_close_matches(unknown[0], accepted, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise TypeError(f"{name} got an unexpected keyword argument {unknown[0]!r}{hint}; "
-                    f"accepted keywords: {', '.join(accepted)}")
-
-
-def check_render_mode(render_mode: str | None, modes: list[str]) -> str | None:
-    if render_mode is not None and render_mode not in modes:
-        raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
-    return render_mode
 
 
 def render_text(sim: BanditSimulator, replica: int, last_action: int | None) -> str:

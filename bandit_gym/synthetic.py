@@ -12,9 +12,9 @@ import math
 import torch
 
 from bandit_gym import _kernels, rng
-from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv, check_fork_safe, check_memory
+from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv
 from bandit_gym.rng import Stream
-from bandit_gym.validation import check_bool, check_float, check_int
+from bandit_gym.validation import check_bool, check_float, check_fork_safe, check_int, check_memory
 
 #: The paper's text gives the noise variance sigma^2 = 0.5 (its reference code uses std 0.5).
 PAPER_NOISE_STD = math.sqrt(0.5)

@@ -2,18 +2,27 @@
 
 Each checks one keyword and, when it is wrong, raises a ``ValueError`` that names the
 argument, the value it got and what is accepted. Nothing is silently clipped or coerced
-beyond the lossless (an integral numpy scalar is an int; an int is a float).
+beyond the lossless (an integral numpy scalar is an int; an int is a float). For env
+constructors: :func:`check_keywords` (an unknown keyword: ``TypeError``),
+:func:`check_render_mode`, :func:`check_memory` (``MemoryError`` with an estimate, before
+allocating) and :func:`check_fork_safe` (``RuntimeError`` where torch would hang).
 """
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import math
 import numbers
+import os
+import threading
 from typing import Any
 
+import gymnasium as gym
 import torch
 
-__all__ = ["check_int", "check_float", "check_bool", "check_choice", "resolve_device"]
+__all__ = ["check_int", "check_float", "check_bool", "check_choice", "resolve_device", "check_keywords",
+           "check_render_mode", "check_memory", "check_fork_safe"]
 
 
 def check_int(name: str, value: Any, minimum: int | None = 1, maximum: int | None = None) -> int:
@@ -67,3 +76,72 @@ def resolve_device(device: str | torch.device) -> torch.device:
     if resolved.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {str(resolved)!r} requested but CUDA is not available; use 'cpu' or 'auto'")
     return resolved
+
+
+#: True in a process forked from one that had native threads running (PyTorch's OpenMP pool): there, a
+#: multi-threaded torch op hangs for ever. Set in the parent just before a fork; the parent then clears it.
+_forked_after_threads = False
+
+
+def _note_threads_before_fork() -> None:
+    global _forked_after_threads
+    try:
+        _forked_after_threads = len(os.listdir("/proc/self/task")) > threading.active_count()
+    except OSError:  # no /proc: nothing known
+        _forked_after_threads = False
+
+
+def _clear_in_parent() -> None:
+    global _forked_after_threads
+    _forked_after_threads = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_note_threads_before_fork, after_in_parent=_clear_in_parent)
+
+
+def check_fork_safe(what: str) -> None:
+    """Fail at once, saying what to do, where large torch ops would hang (a forked child of a threaded parent)."""
+    if _forked_after_threads and torch.get_num_threads() > 1:
+        raise RuntimeError(
+            f"{what} cannot run in this process: it was forked from a process that had started PyTorch's threads, "
+            "and multi-threaded PyTorch operations hang in such a child. Start worker processes with 'spawn' or "
+            "'forkserver', e.g. gym.make_vec(env_id, num_envs=n, vectorization_mode='async', "
+            "vector_kwargs={'context': 'spawn'}).")
+
+
+def check_memory(num_bytes: float, what: str) -> None:
+    """Refuse up front an env whose tensors would not fit in this machine's memory."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not a POSIX system: no estimate to compare with
+        return
+    if num_bytes > total:
+        raise MemoryError(f"{what} needs about {num_bytes / 2**30:,.1f} GiB of memory; this machine has "
+                          f"{total / 2**30:,.1f} GiB. Use fewer arms, a smaller dim or fewer replicas.")
+
+
+def check_keywords(face: type, simulator_class: type, kwargs: dict[str, Any], own: tuple[str, ...]) -> None:
+    """Raise a ``TypeError`` naming the env id, the unknown keyword, the accepted ones and the closest match.
+
+    ``face`` is the env class (its registered ids are looked up), ``simulator_class`` the class whose
+    keyword-only arguments it accepts, ``own`` the keywords the env class takes itself.
+    """
+    params = inspect.signature(simulator_class.__init__).parameters
+    accepted = sorted([name for name, p in params.items() if p.kind == p.KEYWORD_ONLY] + list(own))
+    unknown = [name for name in kwargs if name not in accepted]
+    if not unknown:
+        return
+    path = f"{face.__module__}:{face.__name__}"
+    ids = [s.id for s in gym.registry.values() if path in (s.entry_point, s.vector_entry_point)]
+    name = " / ".join(ids) if ids else face.__name__
+    close = difflib.get_close_matches(unknown[0], accepted, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise TypeError(f"{name} got an unexpected keyword argument {unknown[0]!r}{hint}; "
+                    f"accepted keywords: {', '.join(accepted)}")
+
+
+def check_render_mode(render_mode: str | None, modes: list[str]) -> str | None:
+    if render_mode is not None and render_mode not in modes:
+        raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
+    return render_mode
