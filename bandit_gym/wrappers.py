@@ -51,8 +51,8 @@ class OneStepEpisodes(gym.Wrapper):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         if seed is None and options is None and self._next_round is not None:
-            obs, info = self._next_round
-            return obs, _without_regret(info)
+            obs, info = self._next_round  # copies: the caller may have changed what step returned
+            return (obs.copy() if isinstance(obs, np.ndarray) else obs), _without_regret(info)
         obs, info = self.env.reset(seed=seed, options=options)
         self._next_round = (obs, info)
         return obs, info
