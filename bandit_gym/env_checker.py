@@ -184,6 +184,9 @@ def check_bandit_env(
        ``seed`` reproduces, replica ``r`` for replica ``r``, the single env reset with
        ``seed + r`` under the same actions (within ``rtol`` / ``atol``).
 
+    The check resets and steps ``env`` (and a ``vector_env`` given as an instance); it closes
+    a batched env that it made itself.
+
     Args:
         env: The env to check, as a user makes it (e.g. ``gym.make(id, **kwargs)``).
         vector_env: Its batched env, a callable ``num_envs -> VectorEnv`` that makes it, or None
