@@ -26,8 +26,10 @@ from agents import LMCTS, HyperparameterGrid
 
 try:
     from _report import GrowingTable  # run as a script: benchmarks/ is on sys.path
+    from linear_paper import without_kernels
 except ImportError:  # imported as benchmarks.linear_grid
     from benchmarks._report import GrowingTable
+    from benchmarks.linear_paper import without_kernels
 
 
 def make_env(num_envs: int, rounds: int) -> gym.vector.VectorEnv:
@@ -67,8 +69,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=1, help="report the fastest of this many batched runs")
     parser.add_argument("--no-sequential", dest="sequential", action="store_false",
                         help="skip running the points one after the other")
+    parser.add_argument("--without", nargs="+", default=[], metavar="KERNEL",
+                        help="run these agent kernels as their torch functions (see linear_paper.py)")
     parser.add_argument("--out", type=Path, default=None, help="also write the table to this Markdown file")
     args = parser.parse_args(argv)
+    without_kernels(args.without)
 
     grid = HyperparameterGrid({"step_size": args.step_sizes, "inverse_temperature": args.inverse_temperatures},
                               n_seeds=args.seeds)
@@ -77,7 +82,8 @@ def main(argv: list[str] | None = None) -> None:
         seconds, finals = run_batch(grid, args.rounds)
         batch_times.append(seconds)
     header = [f"LMC-TS on LinearBandit-v0, T = {args.rounds}, K = 100, {len(grid.points)} points x {args.seeds} seeds "
-              f"= {grid.num_replicas} replicas, torch {torch.__version__}, {torch.get_num_threads()} thread(s)", "",
+              f"= {grid.num_replicas} replicas, torch {torch.__version__}, {torch.get_num_threads()} thread(s)"
+              f"{', agent kernels replaced by torch: ' + ' '.join(args.without) if args.without else ''}", "",
               f"- one batch of {grid.num_replicas} replicas: {min(batch_times):.1f} s (fastest of {args.repeats}: "
               f"{', '.join(f'{t:.1f}' for t in batch_times)})"]
     if args.sequential:
