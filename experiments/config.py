@@ -1,0 +1,304 @@
+"""Experiment configs: one YAML file per experiment, checked completely before any work starts.
+
+A config names one env, the horizon, the seeds and, per agent, fixed hyperparameters and a grid::
+
+    name: quickstart                  # optional; default: the file's stem
+    env: LinearBandit-v0              # a registered id (bandit-gym envs)
+    env_kwargs: {noise_std: 0.5}      # optional keywords of gym.make_vec
+    horizon: 5000                     # rounds per run
+    seeds: 5                          # runs per grid point: seeds seed, ..., seed + seeds - 1
+    seed: 0                           # optional first seed (default 0)
+    agents:
+      LMCTS:                          # a label; the agent class is the label unless `agent:` names it
+        fixed: {n_inner_steps: 100}
+        grid: {step_size: [0.1, 0.3], inverse_temperature: [10, 100]}
+      LMCTS-glm: {agent: LMCTS, fixed: {model: glm}}
+
+Every grid point times every seed of one agent runs as ONE batched agent on ONE batched env
+(per-replica hyperparameters), so a grid may only vary hyperparameters that take one value per
+replica. Checking a config builds each agent once on its batched env (no round is played): a
+bad name or value is reported as ``FILE:LINE: where: what (accepted: ...)``.
+
+Numbers such as ``1e-3`` are read as floats (plain YAML 1.1 reads them as strings).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from experiments import catalog
+
+TOP_LEVEL_KEYS = ("name", "description", "env", "env_kwargs", "horizon", "seeds", "seed", "agents")
+REQUIRED_KEYS = ("env", "horizon", "seeds", "agents")
+AGENT_KEYS = ("agent", "fixed", "grid", "note")
+LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+
+
+class ConfigError(ValueError):
+    """A config that cannot run; the message starts with ``FILE:LINE:``."""
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One agent of an experiment: its label, class, fixed hyperparameters and grid."""
+
+    label: str
+    agent: str
+    fixed: dict[str, Any] = field(default_factory=dict)
+    grid: dict[str, list] = field(default_factory=dict)
+
+    def points(self) -> list[dict[str, Any]]:
+        """The grid points (Cartesian product, the last name fastest); one empty point without a grid."""
+        points: list[dict[str, Any]] = [{}]
+        for name, values in self.grid.items():
+            points = [{**point, name: value} for point in points for value in values]
+        return points
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "agent": self.agent, "fixed": dict(self.fixed),
+                "grid": {name: list(values) for name, values in self.grid.items()}}
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """A checked experiment config (see the module docstring)."""
+
+    name: str
+    env: str
+    horizon: int
+    seeds: int
+    agents: tuple[AgentSpec, ...]
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    description: str = ""
+    source: str = ""
+
+    def seed_list(self) -> list[int]:
+        return list(range(self.seed, self.seed + self.seeds))
+
+    def to_dict(self) -> dict[str, Any]:
+        """What defines the results (not the description or the file's path): compared on resume."""
+        return {"name": self.name, "env": self.env, "env_kwargs": dict(self.env_kwargs), "horizon": self.horizon,
+                "seeds": self.seeds, "seed": self.seed, "agents": [a.to_dict() for a in self.agents]}
+
+    def agent(self, label: str) -> AgentSpec:
+        return next(a for a in self.agents if a.label == label)
+
+
+# -- YAML with line numbers -------------------------------------------------------------------------
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads ``1e-3`` (no dot) as a float."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
+
+
+class _Located:
+    """Python values of a YAML document and the line of every node, by path."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.lines: dict[tuple, int] = {}
+
+    def error(self, path: tuple, message: str) -> ConfigError:
+        line = next((self.lines[path[:n]] for n in range(len(path), -1, -1) if path[:n] in self.lines), 1)
+        where = ".".join(str(p) for p in path)
+        return ConfigError(f"{self.source}:{line}: {where + ': ' if where else ''}{message}")
+
+    def build(self, loader: yaml.SafeLoader, node: yaml.Node, path: tuple = ()) -> Any:
+        self.lines[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            result: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                key = loader.construct_object(key_node)
+                if not isinstance(key, str):
+                    raise ConfigError(f"{self.source}:{key_node.start_mark.line + 1}: keys must be names, got {key!r}")
+                if key in result:
+                    raise ConfigError(f"{self.source}:{key_node.start_mark.line + 1}: {key!r} is given twice "
+                                      f"(first on line {self.lines[path + (key,)]})")
+                result[key] = self.build(loader, value_node, path + (key,))
+            return result
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(loader, item, path + (i,)) for i, item in enumerate(node.value)]
+        return loader.construct_object(node)
+
+
+def _parse(text: str, source: str) -> tuple[Any, _Located]:
+    located = _Located(source)
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        data = None if node is None else located.build(loader, node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        raise ConfigError(f"{source}:{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    finally:
+        loader.dispose()
+    return data, located
+
+
+# -- checks -----------------------------------------------------------------------------------------
+def _count(located: _Located, data: Mapping, key: str, minimum: int) -> int:
+    value = data[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise located.error((key,), f"must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _mapping(located: _Located, value: Any, path: tuple, what: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise located.error(path, f"must be a mapping of {what}, got {value!r}")
+    return value
+
+
+def load_config(path: str | Path, *, seeds: int | None = None, horizon: int | None = None,
+                check_agents: bool = True) -> ExperimentConfig:
+    """Read and check an experiment config; ``seeds``/``horizon`` override the file's.
+
+    Args:
+        path: The YAML file.
+        seeds, horizon: Command-line overrides (integers >= 1) or None.
+        check_agents: Build every agent on its batched env to check the values (no round is
+            played). Off only where the caller checks them itself.
+
+    Raises:
+        ConfigError: The first problem found, as ``FILE:LINE: where: what (accepted: ...)``.
+        FileNotFoundError: ``path`` does not exist.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"config {str(path)!r} does not exist (the configs/ folder has one per experiment)")
+    data, located = _parse(path.read_text(), str(path))
+    if not isinstance(data, dict):
+        raise located.error((), f"a config is a mapping with the keys {', '.join(TOP_LEVEL_KEYS)}; got {data!r}")
+    for key in data:
+        if key not in TOP_LEVEL_KEYS:
+            raise located.error((key,), catalog.unknown_name_message("key", key, TOP_LEVEL_KEYS))
+    for key in REQUIRED_KEYS:
+        if key not in data:
+            raise located.error((), f"the key {key!r} is missing (required: {', '.join(REQUIRED_KEYS)})")
+    name = str(data.get("name", path.stem))
+    if not LABEL_PATTERN.fullmatch(name):
+        raise located.error(("name",), f"must be letters, digits, '_', '.', '+' or '-', got {name!r}")
+    if not isinstance(data["env"], str):
+        raise located.error(("env",), f"must be an env id, got {data['env']!r}")
+    try:
+        env_id = catalog.check_env_id(data["env"])
+    except ValueError as exc:
+        raise located.error(("env",), str(exc)) from None
+    env_kwargs = _mapping(located, data.get("env_kwargs"), ("env_kwargs",), "keywords of gym.make_vec")
+    for key in ("horizon", "num_envs", "vectorization_mode"):
+        if key in env_kwargs:
+            raise located.error(("env_kwargs", key), f"{key!r} is set by the runner"
+                                + (" (use the top-level 'horizon')" if key == "horizon" else ""))
+    config_horizon = _count(located, data, "horizon", 1)
+    config_seeds = _count(located, data, "seeds", 1)
+    first_seed = _count(located, data, "seed", 0) if "seed" in data else 0
+    agent_entries = _mapping(located, data["agents"], ("agents",), "agent labels to agent settings")
+    if not agent_entries:
+        raise located.error(("agents",), "name at least one agent (see `bandit-gym agents`)")
+    specs = tuple(_agent_spec(located, label, entry) for label, entry in agent_entries.items())
+    config = ExperimentConfig(
+        name=name, env=env_id, horizon=horizon if horizon is not None else config_horizon,
+        seeds=seeds if seeds is not None else config_seeds, agents=specs, env_kwargs=env_kwargs,
+        seed=first_seed, description=str(data.get("description", "")).strip(), source=str(path))
+    if check_agents:
+        _check_by_building(located, config)
+    return config
+
+
+def _agent_spec(located: _Located, label: str, entry: Any) -> AgentSpec:
+    path = ("agents", label)
+    if not LABEL_PATTERN.fullmatch(label):
+        raise located.error(path, f"an agent label is letters, digits, '_', '.', '+' or '-', got {label!r}")
+    entry = _mapping(located, entry, path, f"settings ({', '.join(AGENT_KEYS)})")
+    for key in entry:
+        if key not in AGENT_KEYS:
+            raise located.error(path + (key,), catalog.unknown_name_message("agent setting", key, AGENT_KEYS)
+                                + "; hyperparameters go under 'fixed' or 'grid'")
+    class_name = entry.get("agent", label)
+    try:
+        cls = catalog.agent_classes()[catalog.check_agent_name(str(class_name))]
+    except ValueError as exc:
+        raise located.error(path + (("agent",) if "agent" in entry else ()), str(exc)) from None
+    accepted = catalog.agent_hyperparameters(cls)
+    fixed = _mapping(located, entry.get("fixed"), path + ("fixed",), "hyperparameter names to values")
+    grid = _mapping(located, entry.get("grid"), path + ("grid",), "hyperparameter names to lists of values")
+    for section, values in (("fixed", fixed), ("grid", grid)):
+        for name in values:
+            if name not in accepted:
+                raise located.error(path + (section, name), catalog.unknown_name_message(
+                    f"hyperparameter of {class_name}", name, accepted))
+    for name, values in grid.items():
+        if name in fixed:
+            raise located.error(path + ("grid", name), f"{name!r} is both fixed (line "
+                                f"{located.lines[path + ('fixed', name)]}) and in the grid; keep one")
+        if not isinstance(values, list) or not values:
+            raise located.error(path + ("grid", name), f"a grid gives a non-empty list of values, got {values!r}")
+        if len(set(map(repr, values))) != len(values):
+            raise located.error(path + ("grid", name), f"the grid repeats a value: {values!r}")
+    return AgentSpec(label=label, agent=str(class_name), fixed=fixed, grid=grid)
+
+
+def _check_by_building(located: _Located, config: ExperimentConfig) -> None:
+    """Build every agent (all grid points x seeds as one batch) on a batched env: the library checks the values."""
+    from experiments.runner import build_agent, make_env
+
+    envs: dict[int, Any] = {}
+    try:
+        for spec in config.agents:
+            replicas = len(spec.points()) * config.seeds
+            if replicas not in envs:
+                try:
+                    envs[replicas] = make_env(config, replicas, "cpu")
+                except (ValueError, TypeError) as exc:
+                    where = ("env_kwargs",) if config.env_kwargs else ("env",)
+                    raise located.error(where, f"{config.env} cannot be made: {exc}") from None
+            try:
+                _build_ignoring_divergence(spec, config, envs, build_agent, make_env)
+            except (ValueError, TypeError) as exc:
+                raise _attribute(located, spec, str(exc)) from None
+    finally:
+        for env in envs.values():
+            env.close()
+
+
+def _build_ignoring_divergence(spec: AgentSpec, config: ExperimentConfig, envs: dict, build_agent, make_env) -> None:
+    """Build the agent of all points; if that diverges at once (LMC-TS runs round 1's chain when built),
+    build each point alone: a point that diverges is the runner's business, a bad value is ours."""
+    from agents import DivergenceError
+
+    try:
+        build_agent(spec, config, envs[len(spec.points()) * config.seeds], "cpu")
+    except DivergenceError:
+        if config.seeds not in envs:
+            envs[config.seeds] = make_env(config, config.seeds, "cpu")
+        for point in spec.points():
+            try:
+                build_agent(spec, config, envs[config.seeds], "cpu", [point])
+            except DivergenceError:
+                pass
+
+
+def _attribute(located: _Located, spec: AgentSpec, message: str) -> ConfigError:
+    """The library's error, placed on the line of the hyperparameter that it names."""
+    path = ("agents", spec.label)
+    named = [(message.find(name), name) for name in [*spec.fixed, *spec.grid] if re.search(rf"\b{name}\b", message)]
+    if not named:
+        return located.error(path, f"{spec.agent} refused these settings: {message}")
+    name = min(named)[1]
+    if name in spec.grid:
+        return located.error(path + ("grid", name), f"{message} (a grid needs a hyperparameter that takes one value "
+                             f"per replica; for one that does not, give one agent entry per value, each with "
+                             f"`agent: {spec.agent}` and its own label)")
+    return located.error(path + ("fixed", name), message)
