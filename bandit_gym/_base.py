@@ -20,6 +20,7 @@ episode's key (the first one draws a seed from ``self.np_random``).
 from __future__ import annotations
 
 import numbers
+import warnings
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -237,6 +238,9 @@ class BanditVectorEnv(VectorEnv):
         self.n_arms, self.dim, self.horizon = self.sim.n_arms, self.sim.dim, self.sim.horizon
         limit = self.horizon if max_episode_steps is None else check_int("max_episode_steps", max_episode_steps)
         self.episode_steps = min(self.horizon, limit)
+        if self.episode_steps < self.horizon:  # what TimeLimit does to a single env, said out loud
+            warnings.warn(f"episodes end after max_episode_steps={limit} rounds, before horizon={self.horizon}; "
+                          f"pass max_episode_steps={self.horizon} to play the whole horizon", stacklevel=2)
         self.single_observation_space = gym.spaces.Box(
             self.sim.feature_low, self.sim.feature_high, shape=(self.n_arms, self.dim), dtype=np.float32)
         self.single_action_space = gym.spaces.Discrete(self.n_arms)

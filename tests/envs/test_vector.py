@@ -148,7 +148,8 @@ def test_vector_truncates_together_then_autoresets_next_step(make_env):
 
 
 def test_vector_max_episode_steps_truncates_before_the_horizon_like_time_limit(make_env):
-    venv = make_env("LinearBandit-v0", num_envs=2, max_episode_steps=5)
+    with pytest.warns(UserWarning, match="max_episode_steps=5 rounds, before horizon="):
+        venv = make_env("LinearBandit-v0", num_envs=2, max_episode_steps=5)
     venv.reset(seed=0)
     assert [bool(venv.step([0, 0])[3].all()) for _ in range(5)] == [False] * 4 + [True]
 
