@@ -131,7 +131,7 @@ def _learn_with_bar(agent, env: gym.vector.VectorEnv, total: int, label: str) ->
         def advance(_agent, played: int) -> bool:
             bar.update(1)
             if played % 100 == 0 or played == total:
-                bar.set_postfix_str(f"regret {meter.cumulative_regret:.1f}", refresh=False)
+                bar.set_postfix_str(f"regret {meter.cumulative_regret:.1f}", refresh=played == total)
             return True
 
         agent.learn(meter, total_timesteps=total, callback=advance)

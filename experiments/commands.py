@@ -1,0 +1,120 @@
+"""The experiment verbs of the ``bandit-gym`` command line: ``run``, ``table`` and ``plot``.
+
+    bandit-gym run CONFIG [--out DIR] [--seeds N] [--horizon T] [--device D] [--backend local|ray]
+                          [--address ADDR] [--jobs N] [--quiet]
+    bandit-gym table DIR
+    bandit-gym plot DIR
+
+:func:`experiments.cli.build_parser` calls :func:`add_run`, :func:`add_table` and :func:`add_plot`.
+Errors follow the command line's style: a bad value is one line and exit status 2 (argparse), a
+config or results problem one line and exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from experiments.cli import _count
+
+
+def _device(text: str) -> str:
+    from bandit_gym.validation import resolve_device
+
+    try:
+        return str(resolve_device(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_run(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run", help="run an experiment config (configs/*.yaml) into a results directory",
+        description="Run every agent of an experiment config: each agent's grid points x seeds as one batched agent "
+        "on one batched env. Finished agents (cells) are written to the results directory at once and skipped "
+        "when the same command runs again; a directory holding another config's results is refused. Prints the "
+        "summary table and writes the plots at the end.")
+    parser.add_argument("config", metavar="CONFIG", help="an experiment YAML file, e.g. configs/quickstart.yaml")
+    parser.add_argument("--out", metavar="DIR", default=None, help="results directory (default results/<name>)")
+    parser.add_argument("--seeds", type=_count, default=None, help="seeds per grid point (default: the config's)")
+    parser.add_argument("--horizon", type=_count, default=None, help="rounds per run (default: the config's)")
+    parser.add_argument("--device", type=_device, default="cpu", help="cpu (default), cuda or auto")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local",
+                        help="local: this machine, --jobs processes; ray: one Ray task per cell (needs the ray extra)")
+    parser.add_argument("--address", default=None,
+                        help="Ray cluster address (default: RAY_ADDRESS, else a local Ray instance for the run)")
+    parser.add_argument("--jobs", type=_count, default=1, help="local backend: cells run in this many processes")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway off a terminal)")
+    parser.set_defaults(run=_run_run, parser=parser)
+
+
+def _run_run(args: argparse.Namespace) -> int:
+    from experiments.config import load_config
+    from experiments.runner import run_experiment
+
+    if args.backend == "local" and args.address is not None:
+        args.parser.error("argument --address: only with --backend ray")
+    if args.backend == "ray":
+        import ray  # noqa: F401  (fails early, naming the extra, when Ray is missing)
+    progress = not args.quiet and sys.stderr.isatty()
+    if progress:
+        try:
+            import tqdm  # noqa: F401
+        except ModuleNotFoundError:
+            print('(no progress bars: tqdm is not installed; pip install "bandit-gym[experiments]")', file=sys.stderr)
+            progress = False
+    config = load_config(args.config, seeds=args.seeds, horizon=args.horizon)
+    out = args.out if args.out is not None else os.path.join("results", config.name)
+    cells = sum(len(spec.points()) for spec in config.agents)
+    print(f"{config.name}: {config.env}, {config.horizon} rounds, {config.seeds} seed{'s' if config.seeds > 1 else ''}; "
+          f"{len(config.agents)} agents, {cells} grid points; results in {out}", flush=True)
+    run_experiment(config, out, device=args.device, backend=args.backend, jobs=args.jobs, address=args.address,
+                   progress=progress, log=lambda line: print(line, flush=True))
+    _print_table(out)
+    try:
+        from experiments.plots import plot_experiment
+
+        paths = plot_experiment(out)
+        print(f"plot: {paths[0]}")
+    except ModuleNotFoundError as exc:
+        if exc.name != "matplotlib":
+            raise
+        print('(no plot: matplotlib is not installed; pip install "bandit-gym[experiments]", then bandit-gym plot '
+              f"{out})")
+    return 0
+
+
+def _print_table(directory: str) -> None:
+    from experiments.summary import write_summary
+
+    text, csv_path, md_path = write_summary(directory)
+    print(text)
+    print(f"table: {csv_path} and {md_path}")
+
+
+def add_table(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "table", help="print and write the summary table of a results directory",
+        description="Print each agent's final cumulative regret (mean +- standard error over the seeds of its "
+        "chosen grid point), chosen hyperparameters and wall time; write DIR/summary.csv and DIR/summary.md.")
+    parser.add_argument("directory", metavar="DIR", help="a results directory of `bandit-gym run`")
+    parser.set_defaults(run=lambda args: _print_table(args.directory) or 0)
+
+
+def add_plot(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "plot", help="draw the regret curves and grid plots of a results directory (PNG and PDF)",
+        description="Write DIR/regret.png and .pdf (cumulative regret vs round, mean +- s.e. per agent) and "
+        "DIR/grid_<agent>.png and .pdf (final regret vs each grid hyperparameter). Needs matplotlib "
+        '(pip install "bandit-gym[experiments]").')
+    parser.add_argument("directory", metavar="DIR", help="a results directory of `bandit-gym run`")
+    parser.set_defaults(run=_run_plot)
+
+
+def _run_plot(args: argparse.Namespace) -> int:
+    from experiments.plots import plot_experiment
+
+    for path in plot_experiment(args.directory):
+        print(path)
+    return 0

@@ -1,0 +1,121 @@
+"""Figures of an experiment (matplotlib, Agg backend: no display needed).
+
+    bandit-gym plot DIR
+
+- ``DIR/regret.png`` and ``.pdf``: cumulative regret against the round, one line per agent (its chosen
+  grid point), the mean over the seeds with a band of +- one standard error.
+- ``DIR/grid_<label>.png`` and ``.pdf`` for each agent with a grid: final cumulative regret (mean +-
+  s.e.) against each grid hyperparameter, one line per combination of the others; the chosen point
+  is ringed.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from experiments.results import Cell, ResultsDir
+from experiments.summary import title
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; works without a display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, stem: Path) -> list[Path]:
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    for path in paths:
+        fig.savefig(path, dpi=150, bbox_inches="tight")
+    return paths
+
+
+def plot_regret(cells: list[Cell], record: dict, stem: Path) -> list[Path]:
+    """Cumulative regret vs round of every agent's chosen point (mean +- s.e.); PNG and PDF."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for cell in cells:
+        chosen = cell.record["chosen"]
+        if chosen is None:
+            continue
+        cumulative = np.cumsum(cell.point_regret(chosen), axis=0)  # (T, S)
+        seeds = cumulative.shape[1]
+        mean = cumulative.mean(axis=1)
+        rounds = np.arange(1, len(mean) + 1)
+        (line,) = ax.plot(rounds, mean, label=cell.label, linewidth=1.6)
+        if seeds > 1:
+            se = cumulative.std(axis=1, ddof=1) / math.sqrt(seeds)
+            ax.fill_between(rounds, mean - se, mean + se, color=line.get_color(), alpha=0.2, linewidth=0)
+    seeds = record["config"]["seeds"]
+    ax.set_xlabel("round t")
+    ax.set_ylabel("cumulative regret")
+    band = ", mean \u00b1 s.e." if seeds > 1 else ""
+    ax.set_title(f"{record['config']['name']}: {title(record)}{band}", fontsize=10)
+    ax.legend(frameon=False)
+    ax.grid(alpha=0.3)
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    paths = _save(fig, stem)
+    plt.close(fig)
+    return paths
+
+
+def plot_grid(cell: Cell, record: dict, stem: Path) -> list[Path]:
+    """Final cumulative regret (mean +- s.e.) against each grid hyperparameter of one agent; PNG and PDF."""
+    plt = _pyplot()
+    points = cell.record["grid_points"]
+    names = list(points[0])
+    stats = cell.record["final_regret"]
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        others = [n for n in names if n != name]
+        groups: dict[tuple, list[int]] = {}
+        for p, point in enumerate(points):
+            groups.setdefault(tuple(point[n] for n in others), []).append(p)
+        for key, members in groups.items():
+            members = [p for p in members if stats[p]["mean"] is not None]
+            if not members:
+                continue
+            x = [points[p][name] for p in members]
+            y = [stats[p]["mean"] for p in members]
+            err = [stats[p]["se"] or 0.0 for p in members]
+            label = ", ".join(f"{n}={v}" for n, v in zip(others, key)) or None
+            ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=label)
+        chosen = cell.record["chosen"]
+        if chosen is not None:
+            ax.plot([points[chosen][name]], [stats[chosen]["mean"]], "o", markersize=14, markerfacecolor="none",
+                    markeredgecolor="black", label="chosen")
+        values = [point[name] for point in points]
+        if all(isinstance(v, int | float) and v > 0 for v in values) and max(values) / min(values) >= 10:
+            ax.set_xscale("log")
+        ax.set_xlabel(name)
+        ax.set_ylabel("final cumulative regret")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, frameon=False)
+    diverged = sum(cell.record["diverged"])
+    note = f"; {diverged} point{'s' if diverged > 1 else ''} diverged (not shown)" if diverged else ""
+    fig.suptitle(f"{cell.label} grid on {title(record)}: mean \u00b1 s.e.{note}", fontsize=10)
+    fig.tight_layout()
+    paths = _save(fig, stem)
+    plt.close(fig)
+    return paths
+
+
+def plot_experiment(path: str | Path) -> list[Path]:
+    """Draw every figure of the results in ``path`` into it; returns the files written."""
+    results = ResultsDir(path)
+    record = results.load_config_record()
+    cells = results.read_cells()
+    if not cells:
+        raise FileNotFoundError(f"{results.path} has no finished cells yet; run `bandit-gym run CONFIG --out DIR`")
+    written = plot_regret(cells, record, results.path / "regret")
+    for cell in cells:
+        if cell.record["grid_points"] and cell.record["grid_points"][0]:
+            written += plot_grid(cell, record, results.path / f"grid_{cell.label}")
+    return written
