@@ -1,6 +1,9 @@
 """The ``bandit-gym`` command line: one argparse subcommand per verb.
 
     bandit-gym demo [--env ID] [--rounds T] [--seeds R] [--agents NAME ...] [--quiet]
+    bandit-gym run CONFIG [--out DIR] [--seeds N] [--horizon T] [--device D] [--backend local|ray] ...
+    bandit-gym table DIR
+    bandit-gym plot DIR
     bandit-gym envs
     bandit-gym agents
     bandit-gym download NAME [NAME ...] [--cache-dir DIR]
@@ -9,7 +12,8 @@
 Each verb imports what it needs only when it runs: ``bandit-gym download`` never imports
 the agents, and ``bandit-gym --help`` needs no optional package. A bad value prints one
 line, ``bandit-gym VERB: error: ...``, and exits with status 2; a missing optional package
-names the extra that installs it (exit status 1).
+names the extra that installs it (exit status 1). The experiment verbs (``run``, ``table``,
+``plot``) live in :mod:`experiments.commands`.
 
 To add a verb, write ``_add_<verb>(subparsers)`` that registers its parser with
 ``set_defaults(run=<function taking the parsed args, returning an exit code>)``
@@ -213,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_envs(subparsers)
     _add_agents(subparsers)
     _add_download(subparsers)
+    from experiments import commands  # run, table, plot (here, not at the top: it imports this module's types)
+
+    commands.add_run(subparsers)
+    commands.add_table(subparsers)
+    commands.add_plot(subparsers)
     return parser
 
 

@@ -105,7 +105,7 @@ def test_version_is_the_installed_distribution(capsys):
 def test_no_command_prints_the_verbs_and_fails(capsys):
     assert cli.main([]) == 2
     err = capsys.readouterr().err
-    assert all(verb in err for verb in ("demo", "envs", "agents", "download"))
+    assert all(verb in err for verb in ("demo", "run", "table", "plot", "envs", "agents", "download"))
 
 
 def test_python_dash_m_experiments_is_the_command():
