@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from experiments import cli, commands
+from experiments import cli
 from experiments.results import ResultsDir
 
 CONFIG = """\
@@ -21,23 +21,6 @@ agents:
   LinUCB: {grid: {exploration_scale: [0.05, 1.0]}}
   EpsGreedy: {}
 """
-
-
-@pytest.fixture(autouse=True)
-def experiment_verbs(monkeypatch):
-    """The run/table/plot verbs in ``bandit-gym`` (until experiments/cli.py registers them itself)."""
-    build = cli.build_parser
-
-    def build_with_experiment_verbs():
-        parser = build()
-        subparsers = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-        if "run" not in subparsers.choices:
-            commands.add_run(subparsers)
-            commands.add_table(subparsers)
-            commands.add_plot(subparsers)
-        return parser
-
-    monkeypatch.setattr(cli, "build_parser", build_with_experiment_verbs)
 
 
 @pytest.fixture
