@@ -207,6 +207,7 @@ def _cell_line(record: dict[str, Any]) -> str:
     stats = record["final_regret"][chosen]
     spread = f" +- {stats['se']:.1f}" if stats["se"] is not None else ""
     point = ", ".join(f"{k}={v}" for k, v in record["grid_points"][chosen].items())
-    return (f"  {record['label']}: final regret {stats['mean']:.1f}{spread}"
-            f"{' at ' + point if point else ''} ({len(record['grid_points'])} points x {len(record['seeds'])} seed(s), "
+    points, seeds = len(record["grid_points"]), len(record["seeds"])
+    return (f"  {record['label']}: final regret {stats['mean']:.1f}{spread}{' at ' + point if point else ''} "
+            f"({points} point{'s' if points > 1 else ''} x {seeds} seed{'s' if seeds > 1 else ''}, "
             f"{record['wall_time_s']:.1f} s)")
