@@ -2,7 +2,8 @@
 
 Layout::
 
-    DIR/experiment.json           the config that made the results (compared on every rerun)
+    DIR/experiment.json           the config that made the results (compared on every rerun: the same
+                                  config, or the same one with agents added, else refused)
     DIR/cells/<label>.npz         regret: (T, P*S) per-round regret of every replica (grid point p, seed s
                                   is replica p*S + s; NaN rows of a diverged point)
     DIR/cells/<label>.json        the cell's config, seeds, grid points with every hyperparameter, the chosen
@@ -127,10 +128,20 @@ class ResultsDir:
                       "description": config.description}
             write_atomic(self.path / "experiment.json", json.dumps(record, indent=2).encode())
             return
-        if stored != wanted:
+        if stored == wanted:
+            return
+        old_agents = {agent["label"]: agent for agent in stored["agents"]}
+        new_agents = {agent["label"]: agent for agent in wanted["agents"]}
+        only_added = ({k: v for k, v in stored.items() if k != "agents"} == {k: v for k, v in wanted.items()
+                                                                              if k != "agents"}
+                      and all(new_agents.get(label) == agent for label, agent in old_agents.items()))
+        if not only_added:
             raise ResultsMismatchError(
                 f"{self.path} holds results of a different config ({'; '.join(_differences(stored, wanted))}); "
                 "nothing was run: give another --out DIR, or delete the old results")
+        # New agents only (same env, horizon, seeds and the old agents unchanged): their cells join the others.
+        record = {**json.loads((self.path / "experiment.json").read_text()), "config": wanted}
+        write_atomic(self.path / "experiment.json", json.dumps(record, indent=2).encode())
 
     def load_config_record(self) -> dict[str, Any]:
         file = self.path / "experiment.json"

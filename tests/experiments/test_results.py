@@ -70,6 +70,21 @@ def test_a_changed_config_is_refused_and_nothing_is_written(tmp_path):
     assert sorted((tmp_path / "out").rglob("*")) == before
 
 
+def test_an_added_agent_runs_alone_and_a_changed_or_removed_one_is_refused(tmp_path):
+    run_experiment(_config(tmp_path), tmp_path / "out", log=lambda line: None)
+    lines = []
+    added = _config(tmp_path, CONFIG + "  EpsGreedy: {}\n")
+    run_experiment(added, tmp_path / "out", log=lines.append)
+    assert lines[0] == f"2 of 3 cells already finished in {tmp_path / 'out'}: skipped"
+    assert [line.split(":")[0].strip() for line in lines[1:]] == ["EpsGreedy"]
+    assert [c.label for c in ResultsDir(tmp_path / "out").read_cells()] == ["LinUCB", "LinTS", "EpsGreedy"]
+    changed = _config(tmp_path, CONFIG.replace("[0.1, 1.0]", "[0.1, 2.0]") + "  EpsGreedy: {}\n")
+    with pytest.raises(ResultsMismatchError, match=r"agents\[0\]\.grid\.exploration_scale\[1\] was 1\.0, now 2\.0"):
+        run_experiment(changed, tmp_path / "out", log=lambda line: None)
+    with pytest.raises(ResultsMismatchError, match="different config"):
+        run_experiment(_config(tmp_path), tmp_path / "out", log=lambda line: None)  # EpsGreedy removed
+
+
 def test_a_cell_with_a_damaged_regret_file_runs_again(tmp_path):
     config = _config(tmp_path)
     results = run_experiment(config, tmp_path / "out", log=lambda line: None)
