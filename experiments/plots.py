@@ -19,6 +19,9 @@ import numpy as np
 from experiments.results import Cell, ResultsDir
 from experiments.summary import title
 
+#: Rounds drawn per curve (evenly spaced, the last included): cumulative regret is smooth at this scale.
+MAX_POINTS = 1000
+
 
 def _pyplot():
     import matplotlib
@@ -45,9 +48,11 @@ def plot_regret(cells: list[Cell], record: dict, stem: Path) -> list[Path]:
         if chosen is None:
             continue
         cumulative = np.cumsum(cell.point_regret(chosen), axis=0)  # (T, S)
+        drawn = np.unique(np.linspace(0, len(cumulative) - 1, min(len(cumulative), MAX_POINTS)).astype(int))
+        cumulative = cumulative[drawn]  # (at most MAX_POINTS, S): a smooth curve, a small PDF
         seeds = cumulative.shape[1]
         mean = cumulative.mean(axis=1)
-        rounds = np.arange(1, len(mean) + 1)
+        rounds = drawn + 1
         (line,) = ax.plot(rounds, mean, label=cell.label, linewidth=1.6)
         if seeds > 1:
             se = cumulative.std(axis=1, ddof=1) / math.sqrt(seeds)
