@@ -102,7 +102,8 @@ def plot_grid(cell: Cell, record: dict, stem: Path) -> list[Path]:
         ax.set_xlabel(name)
         ax.set_ylabel("final cumulative regret")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, frameon=False)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, frameon=False)
     diverged = sum(cell.record["diverged"])
     note = f"; {diverged} point{'s' if diverged > 1 else ''} diverged (not shown)" if diverged else ""
     fig.suptitle(f"{cell.label} grid on {title(record)}: mean \u00b1 s.e.{note}", fontsize=10)
@@ -121,6 +122,6 @@ def plot_experiment(path: str | Path) -> list[Path]:
         raise FileNotFoundError(f"{results.path} has no finished cells yet; run `bandit-gym run CONFIG --out DIR`")
     written = plot_regret(cells, record, results.path / "regret")
     for cell in cells:
-        if cell.record["grid_points"] and cell.record["grid_points"][0]:
+        if cell.record["grid_points"][0] and cell.record["chosen"] is not None:  # a grid, not all diverged
             written += plot_grid(cell, record, results.path / f"grid_{cell.label}")
     return written

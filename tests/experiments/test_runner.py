@@ -84,3 +84,17 @@ def test_jobs_in_processes_give_the_numbers_of_the_sequential_run(tmp_path):
     for a, b in zip(sequential, parallel):
         np.testing.assert_array_equal(a.regret, b.regret)  # same seeds, batch and device: the same numbers
         assert a.record["chosen"] == b.record["chosen"]
+
+
+def test_an_agent_whose_every_point_diverges_is_reported_as_diverged(tmp_path):
+    from experiments import plots, summary
+
+    config = _config(tmp_path, CONFIG.replace("step_size: [0.1, 0.5]", "step_size: [50]"))
+    results = runner.run_experiment(config, tmp_path / "out", log=lambda line: None)
+    text, _, md_path = summary.write_summary(results.path)
+    lmcts, linucb = summary.rows(results.read_cells())
+    assert (lmcts.mean, lmcts.diverged_points, lmcts.grid_points) == (None, 2, 2)
+    assert "diverged" in text.splitlines()[2] and "| LMCTS | diverged | - | 2 (2 diverged) |" in md_path.read_text()
+    assert linucb.mean is not None
+    plots.plot_experiment(results.path)  # draws the agents that have a curve
+    assert (results.path / "regret.png").is_file() and not (results.path / "grid_LMCTS.png").exists()
