@@ -11,6 +11,7 @@ One round, in the order it runs (``BanditAgent.learn`` calls ``_select`` then ``
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -18,7 +19,8 @@ import torch
 
 from agents import _kernels
 from agents.base import BanditAgent, DivergenceError, chosen_rows
-from agents.models import MODELS, LinearModel, RewardModel
+from agents.mlp import MLP, build_model
+from agents.models import LinearModel, RewardModel
 from agents.validation import check_choice, check_float, check_int
 from bandit_gym.rng import Stream
 
@@ -26,8 +28,8 @@ STEP_SCHEDULES = ("inverse_t", "constant")
 
 
 def langevin_steps(model: RewardModel, theta: torch.Tensor, step_size: torch.Tensor,
-                   inverse_temperature: torch.Tensor, noise: torch.Tensor,
-                   batches: torch.Tensor | None = None) -> torch.Tensor:
+                   inverse_temperature: torch.Tensor, noise: torch.Tensor | Callable[[int], torch.Tensor],
+                   batches: torch.Tensor | None = None, n_steps: int | None = None) -> torch.Tensor:
     """``K`` Langevin steps on the model's loss from ``theta``: Algorithm 1's inner loop.
 
     Args:
@@ -35,16 +37,19 @@ def langevin_steps(model: RewardModel, theta: torch.Tensor, step_size: torch.Ten
         theta: Start of the chain (the last sample: warm start), ``(R, p)``.
         step_size: ``eta_t`` per replica, ``(R,)``.
         inverse_temperature: ``beta`` per replica, ``(R,)``.
-        noise: Standard normal draws ``eps_k``, ``(R, K, p)``.
+        noise: Standard normal draws ``eps_k``, ``(R, K, p)``; or a function ``k -> (R, p)`` that draws
+            step ``k``'s when it is needed (memory ``O(p)``, not ``O(K p)``: for large networks).
         batches: Mini-batch row indices per step ``(R, K, B)``, or None for full-batch gradients.
+        n_steps: ``K``, when ``noise`` is a function.
 
     Returns:
         The last iterate ``theta_{t,K}``, ``(R, p)``.
     """
     eta, beta = step_size[:, None], inverse_temperature[:, None]  # (R, 1)
-    for k in range(noise.shape[1]):
+    per_step = callable(noise)
+    for k in range(n_steps if per_step else noise.shape[1]):
         grad = model.gradient(theta, None if batches is None else batches[:, k])  # (R, p)
-        theta = theta - eta * grad + torch.sqrt(2 * eta / beta) * noise[:, k]
+        theta = theta - eta * grad + torch.sqrt(2 * eta / beta) * (noise(k) if per_step else noise[:, k])
     return theta
 
 
@@ -75,8 +80,11 @@ class LMCTS(BanditAgent):
         env: The env (single or vector) the agent is sized for; None with ``n_arms``,
             ``dim`` (and ``num_replicas``).
         model: ``"linear"`` (squared loss; Gram matrix and moment vector, ``O(d^2)`` per step),
-            ``"glm"`` (logistic negative log-likelihood), or a :class:`agents.models.RewardModel`
-            class.
+            ``"glm"`` (logistic negative log-likelihood), ``"mlp"`` (an MLP, squared loss; see
+            :mod:`agents.mlp`), an :class:`agents.mlp.MLP`, or your own ``nn.Module`` mapping
+            ``(..., d) -> (...)`` (R independent copies). Neural models: round 1 plays the initial
+            network, and each step's Langevin noise is drawn when the step runs.
+        model_kwargs: Keywords of the model, e.g. ``{"hidden": (20, 20, 20), "activation": "relu"}``.
         step_size: ``eta_0 > 0``, a number or one per replica. None: the model's default
             (linear 0.3, glm 0.9; the grid search in ``docs/agents.md``).
         inverse_temperature: ``beta > 0``, a number or one per replica; the chain targets
@@ -88,7 +96,8 @@ class LMCTS(BanditAgent):
         step_schedule: ``"inverse_t"`` (``eta_t = eta_0 / t``) or ``"constant"``.
         batch_size: Mini-batch size ``B`` of the gradients (stochastic gradient Langevin
             dynamics; rows drawn uniformly with replacement), or None for full batch. Only
-            models with a data history (``"glm"``) accept it; one value for all replicas.
+            models with a data history (``"glm"``, neural) accept it; one value for all replicas.
+        train_every: Run the chain every ``n`` rounds only (``n >= 1``); between, keep the sample.
         seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
 
     Raises:
@@ -101,13 +110,20 @@ class LMCTS(BanditAgent):
         Langevin dynamics", ICML.
     """
 
-    def __init__(self, env: gym.Env | gym.vector.VectorEnv | None = None, *, model: str = "linear",
+    def __init__(self, env: gym.Env | gym.vector.VectorEnv | None = None, *, model: Any = "linear",
                  step_size: Any = None, inverse_temperature: Any = None, n_inner_steps: int = 100,
                  lambda_reg: Any = 1.0, step_schedule: str = "inverse_t", batch_size: int | None = None,
+                 model_kwargs: dict | None = None, train_every: int = 1,
                  seed: int | list[int] | None = None, device: str | torch.device = "auto",
                  n_arms: int | None = None, dim: int | None = None, num_replicas: int | None = None) -> None:
         super().__init__(env, seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
-        model_class = MODELS[check_choice("model", model, sorted(MODELS))]
+        self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
+        self.model = build_model(model, model_kwargs, self.num_replicas, self.dim, self.lambda_reg, self.device,
+                                 self.keys)
+        model_class = type(self.model)
+        if isinstance(model, MLP):
+            model, model_kwargs = "mlp", {"hidden": list(model.hidden), "activation": model.activation}
+        self.train_every = check_int("train_every", train_every)
         self.step_schedule = check_choice("step_schedule", step_schedule, STEP_SCHEDULES)
         self.n_inner_steps = check_int("n_inner_steps", n_inner_steps)
         if batch_size is not None:
@@ -117,15 +133,18 @@ class LMCTS(BanditAgent):
                                  "mini-batches need a model with a data history, e.g. model='glm'")
         self.batch_size = batch_size
         self._hyperparameters.update(model=model, step_schedule=step_schedule, n_inner_steps=self.n_inner_steps,
-                                     batch_size=batch_size)
+                                     batch_size=batch_size, train_every=self.train_every)
+        if model_kwargs is not None:
+            self._hyperparameters["model_kwargs"] = dict(model_kwargs)
         self.step_size = self._hyperparameter(
             "step_size", model_class.default_step_size if step_size is None else step_size, minimum=0, strict=True)
         self.inverse_temperature = self._hyperparameter(
             "inverse_temperature", model_class.default_inverse_temperature if inverse_temperature is None
             else inverse_temperature, minimum=0, strict=True)
-        self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
-        self.model = model_class(self.num_replicas, self.dim, self.lambda_reg, self.device)
-        self.theta = self._sample(1, self.model.initial_params())  # (R, p): round 1's sample, from the prior
+        self._neural = getattr(self.model, "per_step_noise", False)
+        self.theta = self.model.initial_params()  # (R, p)
+        if not self._neural:
+            self.theta = self._sample(1, self.theta)  # round 1's sample, from the prior
 
     def current_step_size(self, t: int) -> torch.Tensor:
         """``eta_t`` per replica, ``(R,)``: ``eta_0 / t`` or ``eta_0``."""
@@ -136,11 +155,19 @@ class LMCTS(BanditAgent):
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         self.model.add(chosen_rows(contexts, actions), rewards)  # (R, d), (R,)
-        self.theta = self._sample(self.t + 1, self.theta)
+        if self.t % self.train_every == 0:
+            self.theta = self._sample(self.t + 1, self.theta)
 
     def _sample(self, t: int, theta: torch.Tensor) -> torch.Tensor:
         """Round ``t``'s sample: :func:`langevin_steps` from ``theta`` with round ``t``'s draws."""
         eta = self.current_step_size(t)  # (R,)
+        if self._neural:  # step k of round t: counter (t - 1) K + k of the SAMPLE stream
+            def noise(k: int) -> torch.Tensor:
+                counter = (t - 1) * self.n_inner_steps + k
+                return self._draws("normal", Stream.SAMPLE, (self.model.n_params,), counter).to(self.device)
+            theta = langevin_steps(self.model, theta, eta, self.inverse_temperature, noise, self._minibatches(t),
+                                   self.n_inner_steps)
+            return self._check_sample(t, eta, theta)
         noise = self._draws("normal", Stream.SAMPLE, (self.n_inner_steps, self.model.n_params), t)  # (R, K, p)
         if isinstance(self.model, LinearModel) and _kernels.enabled(theta, self.model.gram, eta):
             theta = _kernels.linear_langevin(self.model.gram, self.model.moment, theta, eta,
@@ -148,6 +175,10 @@ class LMCTS(BanditAgent):
         else:
             theta = langevin_steps(self.model, theta, eta, self.inverse_temperature, noise.to(self.device),
                                    self._minibatches(t))
+        return self._check_sample(t, eta, theta)
+
+    def _check_sample(self, t: int, eta: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+        """``theta``, or a :class:`DivergenceError` naming the round and the step size if it has a NaN or Inf."""
         diverged = ~torch.isfinite(theta).all(dim=1)  # (R,)
         if bool(diverged.any()):
             r = int(diverged.nonzero()[0, 0])

@@ -1,0 +1,284 @@
+"""Neural reward models, batched over R replicas: the MLP and a user's own ``nn.Module`` (public API).
+
+Both keep the data in a :class:`agents.history.History` and define the loss of the paper's neural
+bandits (Section 4.3), squared error plus a ridge term::
+
+    L_t(theta) = sum_i (f(x_i; theta) - r_i)^2 + lambda ||theta||^2
+
+Parameters are a flat ``(R, p)`` tensor (the :class:`agents.models.RewardModel` seam); replica
+``r``'s network is initialised from its own key (stream ``INIT``), so replica ``r`` of a batch
+seeded ``s`` starts from the network of a single run seeded ``s + r``.
+
+* :class:`MLPModel` (``model="mlp"`` or ``model=MLP(...)``): a fully connected network written
+  as batched matrix products over the replica axis, with a hand-written backward pass for the
+  loss gradient and for the per-arm gradient features ``g(x) = df(x; theta)/dtheta`` that
+  NeuralUCB and NeuralTS need (both tested against autograd).
+* :class:`ModuleModel` (``model=my_module``): any ``nn.Module`` mapping ``(..., d) -> (...)``;
+  R stacked parameter copies evaluated with ``torch.func.functional_call`` and ``vmap``,
+  gradients by autograd.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.func import functional_call, grad, vmap
+
+from agents.history import History
+from agents.models import MODELS, RewardModel
+from agents.validation import check_choice, check_int
+from bandit_gym import rng
+from bandit_gym.rng import Stream
+
+ACTIVATIONS = ("relu", "leaky_relu")
+LEAKY_SLOPE = 0.01  # torch's default negative slope
+
+
+@dataclass(frozen=True)
+class MLP:
+    """A fully connected network ``d -> hidden[0] -> ... -> hidden[-1] -> 1`` (a model description).
+
+    ``LMCTS(env, model=MLP(hidden=(20, 20, 20), activation="leaky_relu"))`` is
+    ``LMCTS(env, model="mlp", model_kwargs={"hidden": (20, 20, 20), "activation": "leaky_relu"})``.
+    """
+
+    hidden: tuple[int, ...] = (20, 20, 20)
+    activation: str = "relu"
+
+
+class _NeuralModel(RewardModel):
+    """Shared part of the neural models: the history, mini-batch rows and the squared loss."""
+
+    supports_minibatch = True
+    #: LMC-TS draws each inner step's noise when the step runs and skips round 1's prior chain.
+    per_step_noise = True
+    default_step_size = 0.01
+    default_inverse_temperature = 1e4
+
+    def __init__(self, num_replicas: int, dim: int, lambda_reg: torch.Tensor, device: torch.device) -> None:
+        super().__init__(num_replicas, dim, lambda_reg, device)
+        self.data = History(num_replicas, {"features": (dim,), "rewards": ()}, device)
+
+    @property
+    def n_observations(self) -> int:
+        return len(self.data)
+
+    def add(self, features: torch.Tensor, rewards: torch.Tensor) -> None:
+        self.data.append(features=features, rewards=rewards)
+
+    def rows(self, batch: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, float]:
+        """Features ``(R, n, d)``, rewards ``(R, n)`` of all rows or of a mini-batch ``(R, B)``, and ``n / B``."""
+        x, r = self.data["features"], self.data["rewards"]
+        if batch is None:
+            return x, r, 1.0
+        batch_d = batch[:, :, None].expand(-1, -1, self.dim)  # (R, B, d)
+        return x.gather(1, batch_d), r.gather(1, batch), len(self.data) / batch.shape[1]
+
+    def loss(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        x, r, scale = self.rows(batch)
+        residual = self.scores(params, x) - r  # (R, n)
+        return scale * (residual**2).sum(dim=1) + self.lambda_reg * (params**2).sum(dim=1)
+
+    def gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        """``grad L_t`` (or its mini-batch estimate, rows rescaled by ``n / B``) by autograd, ``(R, p)``."""
+        with torch.enable_grad():
+            params = params.detach().requires_grad_()
+            (gradient,) = torch.autograd.grad(self.loss(params, batch).sum(), params)
+        return gradient
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return self.data.state_dict()
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.data.load_state_dict(state)
+
+
+class MLPModel(_NeuralModel):
+    """A batched fully connected network ``f(x; theta)``; one set of weights per replica.
+
+    Layer ``l`` maps ``h -> act(h W_l^T + b_l)`` (no activation after the last, scalar, layer);
+    ``theta`` concatenates ``(W_1, b_1, ..., W_L, b_L)``. Replica ``r``'s weights start uniform in
+    ``+-1/sqrt(fan_in)`` (torch's ``nn.Linear`` default scale), drawn from its key's ``INIT`` stream.
+
+    Args:
+        num_replicas, dim, lambda_reg, device: See :class:`agents.models.RewardModel`.
+        keys: The replicas' random keys ``(R,)`` (``BanditAgent.keys``), for the initialisation.
+        hidden: Widths of the hidden layers (the paper: ``(20, 20, 20)``, ``(100,)``, ``(50, 50, 50)``).
+        activation: ``"relu"`` or ``"leaky_relu"`` (slope 0.01).
+    """
+
+    def __init__(self, num_replicas: int, dim: int, lambda_reg: torch.Tensor, device: torch.device, *,
+                 keys: torch.Tensor, hidden: Any = (20, 20, 20), activation: str = "relu") -> None:
+        super().__init__(num_replicas, dim, lambda_reg, device)
+        if isinstance(hidden, int) or not all(isinstance(w, int) for w in hidden):
+            raise ValueError(f"hidden must be a sequence of layer widths (integers >= 1), got {hidden!r}")
+        self.hidden = tuple(check_int("hidden", w) for w in hidden)
+        self.activation = check_choice("activation", activation, ACTIVATIONS)
+        self.keys = keys
+        sizes = (dim, *self.hidden, 1)
+        self.layer_shapes = list(zip(sizes[1:], sizes[:-1], strict=True))  # (out, in) per layer
+        self._n_params = sum(o * i + o for o, i in self.layer_shapes)
+
+    @property
+    def n_params(self) -> int:
+        return self._n_params
+
+    def initial_params(self) -> torch.Tensor:
+        pieces = []
+        for layer, (fan_out, fan_in) in enumerate(self.layer_shapes):
+            u = rng.uniform(self.keys.cpu(), Stream.INIT, layer, (fan_out * fan_in + fan_out,))  # (R, o i + o)
+            pieces.append((2.0 * u - 1.0) / math.sqrt(fan_in))
+        return torch.cat(pieces, dim=1).to(self.device)  # (R, p)
+
+    def layers(self, params: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """``(W_l, b_l)`` views of the flat parameters: ``(R, out, in)``, ``(R, out)``."""
+        out, start = [], 0
+        for fan_out, fan_in in self.layer_shapes:
+            weight = params[:, start: start + fan_out * fan_in].reshape(-1, fan_out, fan_in)
+            start += fan_out * fan_in
+            out.append((weight, params[:, start: start + fan_out]))
+            start += fan_out
+        return out
+
+    def _act(self, z: torch.Tensor) -> torch.Tensor:
+        return F.relu(z) if self.activation == "relu" else F.leaky_relu(z, LEAKY_SLOPE)
+
+    def _act_backward(self, delta: torch.Tensor, z_sign: torch.Tensor) -> torch.Tensor:
+        """``delta * act'(z)``, where ``z_sign`` has the sign of ``z`` (the activation's output does)."""
+        if self.activation == "relu":
+            return delta * (z_sign > 0)
+        return torch.where(z_sign > 0, delta, LEAKY_SLOPE * delta)
+
+    def forward(self, params: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """``f(x; theta)`` ``(R, n)`` for inputs ``(R, n, d)``, and each layer's input ``(R, n, width)``."""
+        inputs, h = [], x
+        layers = self.layers(params)
+        for index, (weight, bias) in enumerate(layers):
+            inputs.append(h)
+            z = torch.baddbmm(bias[:, None, :], h, weight.transpose(1, 2))  # (R, n, out)
+            h = z if index == len(layers) - 1 else self._act(z)
+        return h[..., 0], inputs
+
+    def scores(self, params: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
+        return self.forward(params, contexts)[0]  # (R, K)
+
+    def features(self, params: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """The last hidden layer's output ``(R, n, hidden[-1])`` (Neural-LinUCB's features)."""
+        return self.forward(params, x)[1][-1]
+
+    def _backward(self, params: torch.Tensor, inputs: list[torch.Tensor],
+                  output_grad: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Back-propagate ``dL/df`` ``(R, n)``: per layer ``dL/dz_l`` ``(R, n, out)`` and its input ``(R, n, in)``."""
+        delta = output_grad[:, :, None]  # (R, n, 1)
+        steps = []
+        for index, (weight, _) in reversed(list(enumerate(self.layers(params)))):
+            steps.append((delta, inputs[index]))
+            if index > 0:  # the layer's input act(z_{l-1}) has the sign of z_{l-1} (both activations)
+                delta = self._act_backward(torch.bmm(delta, weight), inputs[index])  # (R, n, in)
+        return steps[::-1]
+
+    def gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        """``grad L_t`` by a hand-written backward pass (equal to autograd's: tested), ``(R, p)``."""
+        x, r, scale = self.rows(batch)
+        prediction, inputs = self.forward(params, x)
+        pieces = []
+        for delta, h_in in self._backward(params, inputs, 2.0 * scale * (prediction - r)):
+            pieces += [torch.bmm(delta.transpose(1, 2), h_in).flatten(1), delta.sum(dim=1)]  # dW (R, o i), db (R, o)
+        return torch.cat(pieces, dim=1) + 2.0 * self.lambda_reg[:, None] * params  # (R, p)
+
+    def arm_gradients(self, params: torch.Tensor, contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``f(x_k)`` ``(R, K)`` and ``g(x_k) = df(x_k; theta)/dtheta`` ``(R, K, p)`` for every arm, in one pass."""
+        prediction, inputs = self.forward(params, contexts)
+        pieces = []
+        for delta, h_in in self._backward(params, inputs, torch.ones_like(prediction)):
+            pieces += [(delta[:, :, :, None] * h_in[:, :, None, :]).flatten(2), delta]  # (R, K, o i), (R, K, o)
+        return prediction, torch.cat(pieces, dim=2)
+
+
+class ModuleModel(_NeuralModel):
+    """A user's ``nn.Module`` mapping ``(..., d) -> (...)``, as R independent copies.
+
+    Replica ``r``'s copy is ``module`` with every submodule's ``reset_parameters()`` re-run under a
+    torch seed drawn from its key's ``INIT`` stream (inside ``torch.random.fork_rng``: the global
+    generator is left as it was). The copies are stacked into ``(R, p)`` and evaluated with
+    ``torch.func.functional_call`` under ``vmap``; gradients come from autograd.
+
+    Args:
+        num_replicas, dim, lambda_reg, device: See :class:`agents.models.RewardModel`.
+        keys: The replicas' random keys ``(R,)``.
+        module: The network; it must have parameters, and at least one submodule with
+            ``reset_parameters`` (``nn.Linear``, ``nn.Conv2d``, ...), so that copies can differ.
+    """
+
+    def __init__(self, num_replicas: int, dim: int, lambda_reg: torch.Tensor, device: torch.device, *,
+                 keys: torch.Tensor, module: torch.nn.Module) -> None:
+        super().__init__(num_replicas, dim, lambda_reg, device)
+        if not isinstance(module, torch.nn.Module) or not list(module.parameters()):
+            raise ValueError(f"model must be an nn.Module with parameters, got {module!r}")
+        if not any(hasattr(m, "reset_parameters") for m in module.modules()):
+            raise ValueError(f"model {type(module).__name__} has no submodule with reset_parameters(): "
+                             "its R copies could not be initialised independently")
+        self.module = copy.deepcopy(module).to(device)
+        self.names = [name for name, _ in self.module.named_parameters()]
+        self.shapes = [p.shape for _, p in self.module.named_parameters()]
+        self.keys = keys
+        self._n_params = sum(math.prod(s) for s in self.shapes)
+
+    @property
+    def n_params(self) -> int:
+        return self._n_params
+
+    def initial_params(self) -> torch.Tensor:
+        seeds = rng.random_words(self.keys.cpu(), Stream.INIT, 0, 1)[:, 0] & ((1 << 62) - 1)  # (R,)
+        copies = []
+        for seed in seeds.tolist():
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                replica = copy.deepcopy(self.module).cpu()
+                for submodule in replica.modules():
+                    if hasattr(submodule, "reset_parameters"):
+                        submodule.reset_parameters()
+            copies.append(torch.cat([p.detach().flatten() for p in replica.parameters()]))
+        return torch.stack(copies).to(self.device)  # (R, p)
+
+    def _unflatten(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        """One replica's ``(p,)`` parameters as the module's named tensors."""
+        pieces = torch.split(flat, [math.prod(s) for s in self.shapes])
+        return {name: piece.reshape(shape) for name, piece, shape in zip(self.names, pieces, self.shapes, strict=True)}
+
+    def _single(self, flat: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """One replica: ``(p,), (n, d) -> (n,)``."""
+        return functional_call(self.module, self._unflatten(flat), (x,))
+
+    def scores(self, params: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
+        return vmap(self._single)(params, contexts)  # (R, K)
+
+    def arm_gradients(self, params: torch.Tensor, contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``f(x_k)`` ``(R, K)`` and ``df(x_k)/dtheta`` ``(R, K, p)``: ``vmap`` over replicas and arms of ``grad``."""
+        def one(flat: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            return self._single(flat, x[None])[0]
+        gradients = vmap(vmap(grad(one), in_dims=(None, 0)))(params, contexts)  # (R, K, p)
+        return self.scores(params, contexts), gradients
+
+
+def build_model(model: Any, model_kwargs: dict | None, num_replicas: int, dim: int, lambda_reg: torch.Tensor,
+                device: torch.device, keys: torch.Tensor) -> RewardModel:
+    """The reward model an agent's ``model=`` argument names: a name in ``MODELS``, an :class:`MLP`, or an ``nn.Module``."""
+    kwargs = dict(model_kwargs or {})
+    if isinstance(model, torch.nn.Module):
+        return ModuleModel(num_replicas, dim, lambda_reg, device, keys=keys, module=model, **kwargs)
+    if isinstance(model, MLP):
+        return MLPModel(num_replicas, dim, lambda_reg, device, keys=keys, hidden=model.hidden,
+                        activation=model.activation)
+    model_class = MODELS[check_choice("model", model, sorted(MODELS))]
+    if issubclass(model_class, _NeuralModel):
+        kwargs["keys"] = keys
+    return model_class(num_replicas, dim, lambda_reg, device, **kwargs)
+
+
+MODELS["mlp"] = MLPModel
