@@ -19,7 +19,7 @@ import torch
 
 from agents import _kernels
 from agents.base import BanditAgent, DivergenceError, chosen_rows
-from agents.mlp import MLP, build_model
+from agents.mlp import MLP, NEURAL_LAMBDA_REG, build_model, is_neural
 from agents.models import LinearModel, RewardModel
 from agents.validation import check_choice, check_float, check_int
 from bandit_gym.rng import Stream
@@ -92,7 +92,8 @@ class LMCTS(BanditAgent):
             :func:`paper_inverse_temperature` for the paper's scaling.
         n_inner_steps: Langevin steps per round ``K`` (>= 1; one value for all replicas: it sets
             the shape of each round's noise draw).
-        lambda_reg: Ridge weight ``lambda > 0`` of the loss, a number or one per replica.
+        lambda_reg: Ridge weight ``lambda > 0`` of the loss, a number or one per replica. None: 1, or
+            ``agents.mlp.NEURAL_LAMBDA_REG`` (1e-3) for neural models.
         step_schedule: ``"inverse_t"`` (``eta_t = eta_0 / t``) or ``"constant"``.
         batch_size: Mini-batch size ``B`` of the gradients (stochastic gradient Langevin
             dynamics; rows drawn uniformly with replacement), or None for full batch. Only
@@ -112,11 +113,13 @@ class LMCTS(BanditAgent):
 
     def __init__(self, env: gym.Env | gym.vector.VectorEnv | None = None, *, model: Any = "linear",
                  step_size: Any = None, inverse_temperature: Any = None, n_inner_steps: int = 100,
-                 lambda_reg: Any = 1.0, step_schedule: str = "inverse_t", batch_size: int | None = None,
+                 lambda_reg: Any = None, step_schedule: str = "inverse_t", batch_size: int | None = None,
                  model_kwargs: dict | None = None, train_every: int = 1,
                  seed: int | list[int] | None = None, device: str | torch.device = "auto",
                  n_arms: int | None = None, dim: int | None = None, num_replicas: int | None = None) -> None:
         super().__init__(env, seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
+        if lambda_reg is None:  # neural: a small ridge (lambda = 1 shrank the weights to 0 in the first rounds)
+            lambda_reg = NEURAL_LAMBDA_REG if is_neural(model) else 1.0
         self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
         self.model = build_model(model, model_kwargs, self.num_replicas, self.dim, self.lambda_reg, self.device,
                                  self.keys)

@@ -1,0 +1,230 @@
+"""Neural baselines of the LMC-TS paper (Section 5): NeuralUCB, NeuralTS, Neural-LinUCB, Neural epsilon-greedy.
+
+Each keeps a neural reward model ``f(x; theta)`` (:mod:`agents.mlp`: ``model="mlp"``, an
+:class:`agents.mlp.MLP`, or your own ``nn.Module``) trained on the same loss as neural LMC-TS,
+``L_t(theta) = sum_i (f(x_i; theta) - r_i)^2 + lambda ||theta||^2``, by ``n_grad_steps`` gradient
+steps every ``train_every`` rounds, warm-started, with step ``eta_t = eta_0 / t`` (the sum over
+``t - 1`` rows makes this a constant step on the mean loss), full-batch or on mini-batches
+(``batch_size``, rows uniform with replacement, stream ``MINIBATCH``). They differ in how they explore.
+
+One round, in the order it runs: ``_select`` (scores, then ``_argmax``: ties at random) and
+``_observe`` (add the played row; update the exploration statistics; train).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from agents.base import BanditAgent, chosen_rows
+from agents.linear import sherman_morrison
+from agents.mlp import NEURAL_LAMBDA_REG, MLPModel, build_model
+from agents.models import RewardModel
+from agents.validation import check_int
+from bandit_gym.rng import Stream
+
+
+def gradient_steps(model: RewardModel, theta: torch.Tensor, step_size: torch.Tensor, n_steps: int,
+                   batches: torch.Tensor | None = None) -> torch.Tensor:
+    """``n_steps`` of gradient descent ``theta <- theta - eta grad L_t(theta)``: ``(R, p), (R,) -> (R, p)``.
+
+    ``batches``: mini-batch row indices per step ``(R, n_steps, B)``, or None for full batch.
+    """
+    for k in range(n_steps):
+        theta = theta - step_size[:, None] * model.gradient(theta, None if batches is None else batches[:, k])
+    return theta
+
+
+class _NeuralAgent(BanditAgent):
+    """A neural reward model trained by gradient descent; subclasses add the exploration.
+
+    Args:
+        env: The env, or None with ``n_arms``, ``dim`` (and ``num_replicas``).
+        model: ``"mlp"``, an :class:`agents.mlp.MLP`, or an ``nn.Module`` mapping ``(..., d) -> (...)``.
+        model_kwargs: Keywords of the model, e.g. ``{"hidden": (20, 20, 20), "activation": "relu"}``.
+        exploration_scale: ``nu`` (UCB / TS), ``alpha`` (Neural-LinUCB) or ``c`` (epsilon-greedy),
+            ``>= 0``; a number or one per replica.
+        lambda_reg: ``lambda > 0``: the loss's ridge weight and the design matrix's prior (default 1e-3,
+            see ``agents.mlp.NEURAL_LAMBDA_REG``).
+        step_size: ``eta_0 > 0`` of ``eta_t = eta_0 / t``; a number or one per replica.
+        n_grad_steps: Gradient steps per training round (the paper: 100).
+        batch_size: Mini-batch size ``B``, or None for full-batch gradients.
+        train_every: Train every ``n`` rounds (``n >= 1``).
+        seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
+    """
+
+    default_exploration_scale = 1.0
+
+    def __init__(self, env=None, *, model: Any = "mlp", model_kwargs: dict | None = None,
+                 exploration_scale: Any = None, lambda_reg: Any = NEURAL_LAMBDA_REG, step_size: Any = 0.1, n_grad_steps: int = 10,
+                 batch_size: int | None = 64, train_every: int = 1, **kwargs) -> None:
+        super().__init__(env, **kwargs)
+        self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
+        self.model = build_model(model, model_kwargs, self.num_replicas, self.dim, self.lambda_reg, self.device,
+                                 self.keys)
+        if not getattr(self.model, "per_step_noise", False):
+            raise ValueError(f"model must be a neural model ('mlp', an MLP or an nn.Module), got {model!r}")
+        self.exploration_scale = self._hyperparameter(
+            "exploration_scale", self.default_exploration_scale if exploration_scale is None else exploration_scale,
+            minimum=0)
+        self.step_size = self._hyperparameter("step_size", step_size, minimum=0, strict=True)
+        self.n_grad_steps = check_int("n_grad_steps", n_grad_steps)
+        self.batch_size = None if batch_size is None else check_int("batch_size", batch_size)
+        self.train_every = check_int("train_every", train_every)
+        self._hyperparameters.update(model=model, n_grad_steps=self.n_grad_steps, batch_size=self.batch_size,
+                                     train_every=self.train_every)
+        if model_kwargs is not None:
+            self._hyperparameters["model_kwargs"] = dict(model_kwargs)
+        self.theta = self.model.initial_params()  # (R, p)
+
+    def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
+        x = chosen_rows(contexts, actions)  # (R, d)
+        self._explore_update(x)
+        self.model.add(x, rewards)
+        if self.t % self.train_every == 0:
+            eta = self.step_size / self.t  # eta_t (R,): L_t sums t rows
+            self.theta = gradient_steps(self.model, self.theta, eta, self.n_grad_steps, self._minibatches())
+            self._check_finite(self.theta, "the network's parameters",
+                               f"eta_t = eta_0 / t = {self.step_size[0].item():.6g} / {self.t}")
+
+    def _explore_update(self, x: torch.Tensor) -> None:
+        """Update the exploration statistics with the played arms ``(R, d)`` (before training)."""
+
+    def _minibatches(self) -> torch.Tensor | None:
+        """This round's row indices ``(R, n_grad_steps, B)``, uniform with replacement; None for full batch."""
+        if self.batch_size is None:
+            return None
+        n = self.model.n_observations
+        u = self._draws("uniform", Stream.MINIBATCH, (self.n_grad_steps, self.batch_size))  # (R, K, B)
+        return (u.to(self.device) * n).long().clamp_(max=n - 1)
+
+    def _state(self) -> dict[str, torch.Tensor]:
+        return {"theta": self.theta, **{f"model.{k}": v for k, v in self.model.state_dict().items()}}
+
+    def _load_state(self, state: dict[str, torch.Tensor]) -> None:
+        self.theta = state["theta"]
+        self.model.load_state_dict({k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")})
+
+
+class _DiagonalAgent(_NeuralAgent):
+    """NeuralUCB / NeuralTS: the width ``sigma(x) = sqrt(lambda g(x)^T Z^-1 g(x))``, ``g(x) = df(x; theta)/dtheta``.
+
+    ``Z = lambda I + sum_i g(x_i) g(x_i)^T`` over the played arms is approximated by its diagonal
+    ``U`` ``(R, p)``, as the original implementations do (``Z`` is ``p x p``). ``g`` of every arm
+    and every replica comes from one batched backward pass (``model.arm_gradients``).
+    """
+
+    def __init__(self, env=None, **kwargs) -> None:
+        super().__init__(env, **kwargs)
+        self.diagonal = self.lambda_reg[:, None].expand(-1, self.model.n_params).clone()  # U (R, p)
+
+    def widths(self, contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``f(x_k)`` and ``sigma(x_k)`` for every arm, ``(R, K, d) -> (R, K), (R, K)``."""
+        mean, g = self.model.arm_gradients(self.theta, contexts)  # (R, K), (R, K, p)
+        width = (self.lambda_reg[:, None] * (g**2 / self.diagonal[:, None, :]).sum(dim=-1)).sqrt()  # (R, K)
+        return mean, width
+
+    def _explore_update(self, x: torch.Tensor) -> None:
+        _, g = self.model.arm_gradients(self.theta, x[:, None, :])  # (R, 1, p)
+        self.diagonal = self.diagonal + g[:, 0] ** 2
+
+    def _state(self) -> dict[str, torch.Tensor]:
+        return {**super()._state(), "diagonal": self.diagonal}
+
+    def _load_state(self, state: dict[str, torch.Tensor]) -> None:
+        super()._load_state(state)
+        self.diagonal = state["diagonal"]
+
+
+class NeuralUCB(_DiagonalAgent):
+    """NeuralUCB: play ``argmax_x f(x; theta) + nu sigma(x)`` (Zhou et al. 2020), diagonal ``Z``.
+
+    See :class:`_NeuralAgent` for the arguments (``exploration_scale`` is ``nu``; the paper's
+    ``1/sqrt(m)`` factor of the width is absorbed into it).
+
+    References:
+        Zhou, Li and Gu (2020), "Neural contextual bandits with UCB-based exploration", ICML.
+    """
+
+    def _select(self, contexts: torch.Tensor) -> torch.Tensor:
+        mean, width = self.widths(contexts)
+        return self._argmax(mean + self.exploration_scale[:, None] * width)
+
+
+class NeuralTS(_DiagonalAgent):
+    """NeuralTS: play ``argmax_x`` of a draw from ``N(f(x; theta), nu^2 sigma(x)^2)`` per arm (Zhang et al. 2021).
+
+    One independent normal per arm and round (stream ``SAMPLE``); diagonal ``Z``. See
+    :class:`_NeuralAgent` for the arguments (``exploration_scale`` is ``nu``).
+
+    References:
+        Zhang, Zhou, Li and Gu (2021), "Neural Thompson sampling", ICLR.
+    """
+
+    def _select(self, contexts: torch.Tensor) -> torch.Tensor:
+        mean, width = self.widths(contexts)
+        z = self._draws("normal", Stream.SAMPLE, (self.n_arms,)).to(self.device)  # (R, K)
+        return self._argmax(mean + self.exploration_scale[:, None] * width * z)
+
+
+class NeuralLinUCB(_NeuralAgent):
+    """Neural-LinUCB: UCB on the last layer, ``argmax_x f(x; theta) + alpha sqrt(phi(x)^T A^-1 phi(x))`` (Xu et al. 2022).
+
+    ``phi(x)`` is the last hidden layer's output and ``A = lambda I + sum_i phi(x_i) phi(x_i)^T``
+    over the played arms (with the features of the round they were played), kept as ``A^-1``
+    by Sherman-Morrison. The whole network is trained by gradient descent. Needs the MLP model.
+    See :class:`_NeuralAgent` for the arguments (``exploration_scale`` is ``alpha``).
+
+    References:
+        Xu, Wen, Zhao and Gu (2022), "Neural contextual bandits with deep representation and
+        shallow exploration", ICLR.
+    """
+
+    def __init__(self, env=None, **kwargs) -> None:
+        super().__init__(env, **kwargs)
+        if not isinstance(self.model, MLPModel):
+            raise ValueError(f"NeuralLinUCB needs model='mlp' or an MLP (last-layer features), got {type(self.model)}")
+        width = self.model.hidden[-1]
+        self.feature_gram_inverse = torch.eye(width, device=self.device) / self.lambda_reg[:, None, None]  # (R, m, m)
+
+    def _select(self, contexts: torch.Tensor) -> torch.Tensor:
+        mean, inputs = self.model.forward(self.theta, contexts)  # (R, K), layer inputs
+        phi = inputs[-1]  # (R, K, m)
+        width = ((phi @ self.feature_gram_inverse) * phi).sum(dim=-1).clamp(min=0).sqrt()  # (R, K)
+        return self._argmax(mean + self.exploration_scale[:, None] * width)
+
+    def _explore_update(self, x: torch.Tensor) -> None:
+        phi = self.model.features(self.theta, x[:, None, :])[:, 0]  # (R, m)
+        self.feature_gram_inverse = sherman_morrison(self.feature_gram_inverse, phi)
+
+    def _state(self) -> dict[str, torch.Tensor]:
+        return {**super()._state(), "feature_gram_inverse": self.feature_gram_inverse}
+
+    def _load_state(self, state: dict[str, torch.Tensor]) -> None:
+        super()._load_state(state)
+        self.feature_gram_inverse = state["feature_gram_inverse"]
+
+
+class NeuralEpsGreedy(_NeuralAgent):
+    """Neural epsilon-greedy: a uniform random arm with probability ``min(1, c / sqrt(t))``, else ``argmax f(x; theta)``.
+
+    Coins and random arms from stream ``EXPLORE``. See :class:`_NeuralAgent` for the arguments
+    (``exploration_scale`` is ``c``).
+
+    References:
+        Riquelme, Tucker and Snoek (2018), "Deep Bayesian bandits showdown", ICLR.
+    """
+
+    default_exploration_scale = 0.3
+
+    def exploration_rate(self, t: int | None = None) -> torch.Tensor:
+        """``epsilon_t = min(1, c / sqrt(t))`` per replica, ``(R,)``."""
+        return (self.exploration_scale / math.sqrt(self.t if t is None else t)).clamp(max=1.0)
+
+    def _select(self, contexts: torch.Tensor) -> torch.Tensor:
+        greedy = self._argmax(self.model.scores(self.theta, contexts))  # (R,)
+        u = self._draws("uniform", Stream.EXPLORE, (2,)).to(self.device)  # (R, 2): coin, arm
+        random_arm = (u[:, 1].double() * self.n_arms).long()  # (R,)
+        return torch.where(u[:, 0] < self.exploration_rate(), random_arm, greedy)

@@ -1,0 +1,131 @@
+"""NeuralUCB, NeuralTS, Neural-LinUCB, Neural epsilon-greedy: their exploration statistics against a direct
+computation, seeding, replicas against single runs, save/load, a user's nn.Module."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from agents.neural import NeuralEpsGreedy, NeuralLinUCB, NeuralTS, NeuralUCB
+
+AGENTS = [NeuralUCB, NeuralTS, NeuralLinUCB, NeuralEpsGreedy]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny batched matmuls wait for busy cores in torch's thread pool (docs/agents.md): run these on one thread."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def make(cls, num_replicas, seed, **kwargs):
+    return cls(n_arms=5, dim=3, num_replicas=num_replicas, seed=seed, device="cpu",
+               model_kwargs={"hidden": (8, 8)}, n_grad_steps=3, batch_size=4, **kwargs)
+
+
+def rounds(num_replicas, n=10, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(n):
+        obs = torch.randn(num_replicas, 5, 3, generator=g)
+        yield obs, obs[:, :, 0] ** 2  # rewards of every arm (R, K)
+
+
+def play(agent, n=10, seed=0):
+    for obs, rewards in rounds(agent.num_replicas, n, seed):
+        actions = agent.predict(obs)[0]
+        agent.update(obs, actions, rewards.gather(1, actions[:, None])[:, 0])
+
+
+@pytest.mark.parametrize("cls", AGENTS)
+def test_neural_agent_determinism_and_replicas_match_single_runs(cls):
+    """Same seed, same actions and parameters; replica r of a batch seeded 3 is the single run seeded 3 + r
+    (same actions; parameters up to float32 rounding of batched vs single products, 1e-4 relative)."""
+    a, b = make(cls, 3, seed=3), make(cls, 3, seed=3)
+    singles = [make(cls, 1, seed=3 + r) for r in range(3)]
+    for obs, rewards in rounds(3, n=10):
+        actions = a.predict(obs)[0]
+        assert torch.equal(actions, b.predict(obs)[0])
+        for r, s in enumerate(singles):
+            assert int(s.predict(obs[r: r + 1])[0][0]) == int(actions[r])
+        played = rewards.gather(1, actions[:, None])[:, 0]
+        a.update(obs, actions, played)
+        b.update(obs, actions, played)
+        for r, s in enumerate(singles):
+            s.update(obs[r: r + 1], actions[r: r + 1], played[r: r + 1])
+    assert torch.equal(a.theta, b.theta)
+    for r, s in enumerate(singles):
+        torch.testing.assert_close(a.theta[r], s.theta[0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("cls", [NeuralUCB, NeuralTS])
+def test_diagonal_design_matrix_and_widths(cls):
+    """U = lambda + sum of squared gradients of the played arms (at the parameters they were played with);
+    sigma(x) = sqrt(lambda sum_j g_j(x)^2 / U_j), computed here arm by arm with autograd."""
+    agent = make(cls, 2, seed=0, lambda_reg=0.5)
+    expected = torch.full((2, agent.model.n_params), 0.5)
+    for obs, rewards in rounds(2, n=4):
+        actions = agent.predict(obs)[0]
+        for r in range(2):
+            p = agent.theta.clone().requires_grad_()
+            (g,) = torch.autograd.grad(agent.model.scores(p, obs)[r, actions[r]], p)
+            expected[r] += g[r] ** 2
+        agent.update(obs, actions, rewards.gather(1, actions[:, None])[:, 0])
+    torch.testing.assert_close(agent.diagonal, expected)
+    obs = next(rounds(2, n=1, seed=5))[0]
+    mean, width = agent.widths(obs)
+    for r in range(2):
+        for k in range(5):
+            p = agent.theta.clone().requires_grad_()
+            (g,) = torch.autograd.grad(agent.model.scores(p, obs)[r, k], p)
+            torch.testing.assert_close(width[r, k], (0.5 * (g[r] ** 2 / expected[r]).sum()).sqrt())
+
+
+def test_neural_ucb_with_zero_exploration_is_greedy_and_ts_explores():
+    """nu = 0 plays argmax f; NeuralTS with a large nu does not always play it."""
+    ucb, ts = make(NeuralUCB, 4, 0, exploration_scale=0.0), make(NeuralTS, 4, 0, exploration_scale=100.0)
+    differs = 0
+    for obs, _ in rounds(4, n=5):
+        greedy = ucb.model.scores(ucb.theta, obs).argmax(dim=1)
+        assert torch.equal(ucb.predict(obs)[0], greedy)
+        differs += int((ts.predict(obs)[0] != ts.model.scores(ts.theta, obs).argmax(dim=1)).sum())
+    assert differs > 0
+
+
+def test_neural_linucb_feature_gram_inverse():
+    """A^-1 = (lambda I + sum phi phi^T)^-1 over the played arms' last-layer features."""
+    agent = make(NeuralLinUCB, 1, seed=0, lambda_reg=2.0)
+    gram = 2.0 * torch.eye(8)
+    for obs, rewards in rounds(1, n=6):
+        actions = agent.predict(obs)[0]
+        phi = agent.model.features(agent.theta, obs)[0, actions[0]]
+        gram += torch.outer(phi, phi)
+        agent.update(obs, actions, rewards.gather(1, actions[:, None])[:, 0])
+    torch.testing.assert_close(agent.feature_gram_inverse[0], torch.linalg.inv(gram), rtol=1e-4, atol=1e-5)
+
+
+def test_neural_eps_greedy_exploration_rate():
+    agent = make(NeuralEpsGreedy, 2, seed=0, exploration_scale=[0.5, 4.0])
+    torch.testing.assert_close(agent.exploration_rate(4), torch.tensor([0.25, 1.0]))
+
+
+@pytest.mark.parametrize("cls", AGENTS)
+def test_neural_agent_save_load(cls, tmp_path):
+    agent = make(cls, 2, seed=1)
+    play(agent, n=4)
+    agent.save(tmp_path / "a.pt")
+    loaded = cls.load(tmp_path / "a.pt", device="cpu")
+    play(agent, n=3, seed=7)
+    play(loaded, n=3, seed=7)
+    assert torch.equal(agent.theta, loaded.theta)
+
+
+def test_neural_ts_with_a_user_module():
+    """Per-arm gradients of a user's nn.Module come from vmap(grad); NeuralTS runs on it."""
+    net = torch.nn.Sequential(torch.nn.Linear(3, 6), torch.nn.ReLU(), torch.nn.Linear(6, 1), torch.nn.Flatten(-2))
+    agent = NeuralTS(n_arms=5, dim=3, num_replicas=2, seed=0, device="cpu", model=net, n_grad_steps=2, batch_size=4)
+    play(agent, n=4)
+    assert torch.isfinite(agent.theta).all() and (agent.diagonal > agent.lambda_reg[:, None]).any()
+    with pytest.raises(ValueError, match="NeuralLinUCB needs"):
+        NeuralLinUCB(n_arms=5, dim=3, seed=0, device="cpu", model=net)
