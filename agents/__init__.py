@@ -14,9 +14,12 @@ from agents.history import History
 from agents.langevin import LangevinOptimizer
 from agents.linear import EpsGreedy, LinTS, LinUCB
 from agents.lmcts import LMCTS
+from agents.mlp import MLP
+from agents.neural import NeuralEpsGreedy, NeuralLinUCB, NeuralTS, NeuralUCB
 from agents.uniform import UniformRandom
 
 __all__ = [
     "BanditAgent", "DivergenceError", "History", "HyperparameterGrid", "LangevinOptimizer", "LMCTS",
     "UniformRandom", "LinUCB", "LinTS", "EpsGreedy", "UCBGLM", "GLMTSL", "SGDTS",
+    "MLP", "NeuralUCB", "NeuralTS", "NeuralLinUCB", "NeuralEpsGreedy",
 ]
