@@ -81,22 +81,6 @@ def normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]
     return torch.from_numpy(out).reshape(len(keys), *shape)
 
 
-@njit(**_JIT)
-def _uniform_rows(starts, n, out):
-    """Row ``r``: the top 24 bits of word ``j = mix64(starts[r] + j golden)``, times ``2^-24`` (exact)."""
-    for r in range(starts.shape[0]):
-        for j in range(n):
-            out[r, j] = np.float32(_mix64(starts[r] + np.uint64(j) * _GOLDEN) >> np.uint64(40)) * np.float32(2.0**-24)
-
-
-def uniform(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
-    """Loop version of ``bandit_gym.rng.uniform`` (the same bits)."""
-    n = math.prod(shape)
-    out = np.empty((len(keys), n), np.float32)
-    _uniform_rows(_block_starts(keys, stream, counter), n, out)
-    return torch.from_numpy(out).reshape(len(keys), *shape)
-
-
 # -- agents.lmcts.langevin_steps with the linear model ----------------------------------------
 @njit(**_JIT)
 def _linear_langevin(gram, moment, theta, step_size, inverse_temperature, noise, out):
@@ -129,15 +113,6 @@ def linear_langevin(gram: torch.Tensor, moment: torch.Tensor, theta: torch.Tenso
 
 
 # -- agents.linear ---------------------------------------------------------------------------
-@njit(**_JIT)
-def _vector_times_matrix(v, m, out):
-    """``out = v^T m`` as a sum of ``m``'s rows (the inner loop is elementwise: it vectorises)."""
-    out[:] = 0.0
-    for i in range(m.shape[0]):
-        for j in range(m.shape[1]):
-            out[j] += v[i] * m[i, j]
-
-
 @njit(**_JIT)
 def _ucb_scores(x, theta, m, nu, out):
     R, K, d = x.shape
@@ -172,67 +147,6 @@ def ucb_scores(contexts: torch.Tensor, theta_hat: torch.Tensor, gram_inverse: to
     return torch.from_numpy(out)
 
 
-@njit(**_JIT)
-def _ridge_update(m, b, x, rewards, m_new, b_new, theta):
-    R, d = b.shape
-    vx = np.empty(d, np.float32)
-    for r in range(R):
-        _vector_times_matrix(x[r], m[r], vx)  # V^-1 x (V^-1 symmetric)
-        denom = np.float32(1.0)
-        for j in range(d):
-            denom += vx[j] * x[r, j]
-        for i in range(d):
-            for j in range(d):
-                m_new[r, i, j] = m[r, i, j] - vx[i] * vx[j] / denom
-        for j in range(d):
-            b_new[r, j] = b[r, j] + rewards[r] * x[r, j]
-        _vector_times_matrix(b_new[r], m_new[r], theta[r])  # V^-1 b
-
-
-def ridge_update(gram_inverse: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
-                 rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Loop version of :func:`agents.linear.ridge_update` (Sherman-Morrison, ``b + r x``, ``V^-1 b``)."""
-    m_new, b_new, theta = np.empty(gram_inverse.shape, np.float32), np.empty(moment.shape, np.float32), \
-        np.empty(moment.shape, np.float32)
-    _ridge_update(gram_inverse.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), m_new, b_new, theta)
-    return torch.from_numpy(m_new), torch.from_numpy(b_new), torch.from_numpy(theta)
-
-
-@njit(**_JIT)
-def _potter_update(s, b, x, rewards, s_new, b_new, theta):
-    R, d = b.shape
-    p, u = np.empty(d, np.float32), np.empty(d, np.float32)
-    for r in range(R):
-        _vector_times_matrix(x[r], s[r], p)  # p = S^T x
-        q = np.float32(1.0)
-        for j in range(d):
-            q += p[j] * p[j]
-        q = np.sqrt(q)
-        scale = q * (np.float32(1.0) + q)
-        for i in range(d):
-            sp = np.float32(0.0)  # (S p)_i
-            for j in range(d):
-                sp += s[r, i, j] * p[j]
-            sp /= scale
-            for j in range(d):
-                s_new[r, i, j] = s[r, i, j] - sp * p[j]
-        for j in range(d):
-            b_new[r, j] = b[r, j] + rewards[r] * x[r, j]
-        _vector_times_matrix(b_new[r], s_new[r], u)  # S^T b
-        for i in range(d):
-            acc = np.float32(0.0)
-            for j in range(d):
-                acc += s_new[r, i, j] * u[j]
-            theta[r, i] = acc
-
-
-def potter_update(root: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
-                  rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Loop version of :func:`agents.linear.potter_update` (``S``, ``b + r x``, ``S S^T b``)."""
-    s_new, b_new, theta = np.empty(root.shape, np.float32), np.empty(moment.shape, np.float32), \
-        np.empty(moment.shape, np.float32)
-    _potter_update(root.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), s_new, b_new, theta)
-    return torch.from_numpy(s_new), torch.from_numpy(b_new), torch.from_numpy(theta)
 
 
 # -- agents.models ---------------------------------------------------------------------------
@@ -270,26 +184,3 @@ def add_observation(gram: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
     gram_new, moment_new = np.empty(gram.shape, np.float32), np.empty(moment.shape, np.float32)
     _add_observation(gram.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), gram_new, moment_new)
     return torch.from_numpy(gram_new), torch.from_numpy(moment_new)
-
-
-# -- agents.base -----------------------------------------------------------------------------
-@njit(**_JIT)
-def _random_argmax(values, tie_noise, out):
-    R, K = values.shape
-    for r in range(R):
-        best = values[r, 0]
-        for k in range(1, K):
-            best = max(best, values[r, k])
-        chosen, draw = 0, np.float32(-2.0)
-        for k in range(K):
-            candidate = tie_noise[r, k] if values[r, k] == best else np.float32(-1.0)
-            if candidate > draw:
-                chosen, draw = k, candidate
-        out[r] = chosen
-
-
-def random_argmax(values: torch.Tensor, tie_noise: torch.Tensor) -> torch.Tensor:
-    """Loop version of :func:`agents.base.random_argmax`: per row, the maximiser with the largest draw."""
-    out = np.empty(values.shape[0], np.int64)
-    _random_argmax(values.numpy(), tie_noise.numpy(), out)
-    return torch.from_numpy(out)

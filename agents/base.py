@@ -65,8 +65,6 @@ def random_argmax(values: torch.Tensor, tie_noise: torch.Tensor) -> torch.Tensor
     (``amax``, not ``max(dim=...)``: on CPU the latter enters torch's thread pool even for 500 values,
     and waits milliseconds for a busy core; measured in ``docs/agents.md``.)
     """
-    if _kernels.enabled(values, tie_noise):
-        return _kernels.random_argmax(values, tie_noise)
     best = values.amax(dim=1, keepdim=True)  # (R, 1)
     return torch.where(values == best, tie_noise, -1.0).argmax(dim=1)
 
@@ -282,11 +280,12 @@ class BanditAgent(ABC):
 
     def _draws(self, kind: str, stream: Stream, shape: tuple[int, ...], t: int | None = None) -> torch.Tensor:
         """Round ``t``'s (default: this round's) ``"uniform"`` or ``"normal"`` draws of a stream, ``(R, *shape)``:
-        ``bandit_gym.rng.uniform`` / ``normal`` with the round as the counter (their kernels on CPU)."""
+        ``bandit_gym.rng.uniform`` / ``normal`` with the round as the counter (normals by their kernel on CPU)."""
         t = self.t if t is None else t
-        if _kernels.enabled(self.keys):
-            return (_kernels.uniform if kind == "uniform" else _kernels.normal)(self.keys, stream, t, shape)
-        return (rng.uniform if kind == "uniform" else rng.normal)(self.keys, stream, t, shape)
+        if kind == "uniform":
+            return rng.uniform(self.keys, stream, t, shape)
+        return _kernels.normal(self.keys, stream, t, shape) if _kernels.enabled(self.keys) else \
+            rng.normal(self.keys, stream, t, shape)
 
     def _argmax(self, values: torch.Tensor) -> torch.Tensor:
         """Greedy arm per replica, ties broken at random with this round's draws: ``(R, K) -> (R,)``."""

@@ -50,8 +50,6 @@ def ridge_update(gram_inverse: torch.Tensor, moment: torch.Tensor, x: torch.Tens
 
     ``(R, d, d), (R, d), (R, d), (R,)`` -> the new ``V^-1``, ``b`` and ``theta_hat``.
     """
-    if _kernels.enabled(gram_inverse, moment, x, rewards):
-        return _kernels.ridge_update(gram_inverse, moment, x, rewards)
     gram_inverse = sherman_morrison(gram_inverse, x)
     moment = moment + rewards[:, None] * x
     return gram_inverse, moment, matvec(gram_inverse, moment)
@@ -76,8 +74,6 @@ def potter_update(root: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
                   rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """:func:`ridge_update` for a square root ``S`` of ``V^-1``: :func:`potter`, ``b <- b + r x`` and
     ``theta_hat = S (S^T b)``; returns the new ``S``, ``b`` and ``theta_hat``."""
-    if _kernels.enabled(root, moment, x, rewards):
-        return _kernels.potter_update(root, moment, x, rewards)
     root = potter(root, x)
     moment = moment + rewards[:, None] * x
     return root, moment, matvec(root, (root * moment[:, :, None]).sum(dim=1))

@@ -128,7 +128,7 @@ def without_kernels(names: list[str]) -> None:
     """Replace the named agent kernels by their torch functions (the other kernels stay on): how each
     kernel's gain in ``docs/agents.md`` is measured. The replacement sets ``BANDIT_GYM_KERNELS=0``
     around each call (about 5 us a call, included in the time)."""
-    from agents import _kernels, base, linear, models
+    from agents import _kernels, linear, models
     from agents.lmcts import langevin_steps
     from agents.models import LinearModel
     from bandit_gym import rng
@@ -138,10 +138,8 @@ def without_kernels(names: list[str]) -> None:
         model.gram, model.moment = gram, moment
         return langevin_steps(model, theta, step_size, inverse_temperature, noise)
 
-    torch_functions = {"normal": rng.normal, "uniform": rng.uniform, "linear_langevin": linear_chain,
-                       "linear_scores": models.linear_scores, "add_observation": models.add_observation,
-                       "random_argmax": base.random_argmax, "ucb_scores": linear.ucb_scores,
-                       "ridge_update": linear.ridge_update, "potter_update": linear.potter_update}
+    torch_functions = {"normal": rng.normal, "linear_langevin": linear_chain, "linear_scores": models.linear_scores,
+                       "add_observation": models.add_observation, "ucb_scores": linear.ucb_scores}
     for name in names:
         def plain(*args, _function=torch_functions[name]):
             with kernels(False):
@@ -166,8 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--kernels", choices=["both", "on", "off"], default="both",
                         help="time the agents with the compiled kernels on, off, or both (default)")
     parser.add_argument("--without", nargs="+", default=[], metavar="KERNEL",
-                        choices=["normal", "uniform", "linear_langevin", "linear_scores", "add_observation",
-                                 "random_argmax", "ucb_scores", "ridge_update", "potter_update"],
+                        choices=["normal", "linear_langevin", "linear_scores", "add_observation", "ucb_scores"],
                         help="run these agent kernels as their torch functions (to measure each kernel's gain)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--busy", action="store_true", help="keep one core busy with a second process")
