@@ -55,6 +55,8 @@ def _run_run(args: argparse.Namespace) -> int:
 
     if args.backend == "local" and args.address is not None:
         args.parser.error("argument --address: only with --backend ray")
+    if args.backend == "ray" and args.jobs != 1:
+        args.parser.error("argument --jobs: only with --backend local (Ray runs as many cells at once as it has CPUs)")
     if args.backend == "ray":
         import ray  # noqa: F401  (fails early, naming the extra, when Ray is missing)
     progress = not args.quiet and sys.stderr.isatty()

@@ -119,6 +119,7 @@ def test_regret_plot_draws_the_mean_and_a_standard_error_band(config_file, tmp_p
     (["run", "{config}", "--backend", "dask"], 2, "argument --backend: invalid choice: 'dask'"),
     (["run", "{config}", "--device", "tpu"], 2, "argument --device: device must be 'auto', 'cpu', 'cuda'"),
     (["run", "{config}", "--address", "x:1"], 2, "argument --address: only with --backend ray"),
+    (["run", "{config}", "--backend", "ray", "--jobs", "2"], 2, "argument --jobs: only with --backend local"),
     (["run", "missing.yaml"], 1, "bandit-gym run: error: config 'missing.yaml' does not exist"),
     (["table", "{tmp}/nothing"], 1, "is not a results directory (no experiment.json)"),
     (["plot", "{tmp}/nothing"], 1, "is not a results directory (no experiment.json)"),
