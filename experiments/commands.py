@@ -69,7 +69,8 @@ def _run_run(args: argparse.Namespace) -> int:
     config = load_config(args.config, seeds=args.seeds, horizon=args.horizon)
     out = args.out if args.out is not None else os.path.join("results", config.name)
     cells = sum(len(spec.points()) for spec in config.agents)
-    print(f"{config.name}: {config.env}, {config.horizon} rounds, {config.seeds} seed{'s' if config.seeds > 1 else ''}; "
+    seeds = f"{config.seeds} seed{'s' if config.seeds > 1 else ''}"
+    print(f"{config.name}: {config.env}, {config.horizon} rounds, {seeds}; "
           f"{len(config.agents)} agents, {cells} grid points; results in {out}", flush=True)
     run_experiment(config, out, device=args.device, backend=args.backend, jobs=args.jobs, address=args.address,
                    progress=progress, log=lambda line: print(line, flush=True))

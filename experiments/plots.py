@@ -78,7 +78,7 @@ def plot_grid(cell: Cell, record: dict, stem: Path) -> list[Path]:
     names = list(points[0])
     stats = cell.record["final_regret"]
     fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), squeeze=False)
-    for ax, name in zip(axes[0], names):
+    for ax, name in zip(axes[0], names, strict=True):
         others = [n for n in names if n != name]
         groups: dict[tuple, list[int]] = {}
         for p, point in enumerate(points):
@@ -90,7 +90,7 @@ def plot_grid(cell: Cell, record: dict, stem: Path) -> list[Path]:
             x = [points[p][name] for p in members]
             y = [stats[p]["mean"] for p in members]
             err = [stats[p]["se"] or 0.0 for p in members]
-            label = ", ".join(f"{n}={v}" for n, v in zip(others, key)) or None
+            label = ", ".join(f"{n}={v}" for n, v in zip(others, key, strict=True)) or None
             ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=label)
         chosen = cell.record["chosen"]
         if chosen is not None:

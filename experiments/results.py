@@ -207,7 +207,8 @@ def _differences(old: Any, new: Any, path: str = "") -> list[str]:
                 found.extend(_differences(old[key], new[key], where))
         return found[:5]
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [d for i, (a, b) in enumerate(zip(old, new)) for d in _differences(a, b, f"{path}[{i}]")][:5]
+        pairs = enumerate(zip(old, new, strict=True))
+        return [d for i, (a, b) in pairs for d in _differences(a, b, f"{path}[{i}]")][:5]
     return [] if old == new else [f"{path or 'config'} was {_short(old)}, now {_short(new)}"]
 
 

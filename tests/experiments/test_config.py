@@ -45,8 +45,7 @@ def test_config_reads_names_grid_and_exponent_floats(tmp_path):
         "tiny", "LinearBandit-v0", 50, 2, [0, 1])
     lmcts = config.agent("LMCTS")
     assert lmcts.grid == {"step_size": [0.1, 0.3], "inverse_temperature": [10, 100]}  # 3e-1 is a float, not a string
-    assert lmcts.points() == [{"step_size": 0.1, "inverse_temperature": 10}, {"step_size": 0.1, "inverse_temperature": 100},
-                              {"step_size": 0.3, "inverse_temperature": 10}, {"step_size": 0.3, "inverse_temperature": 100}]
+    assert lmcts.points() == [{"step_size": s, "inverse_temperature": b} for s in (0.1, 0.3) for b in (10, 100)]
     assert config.agent("LinUCB").points() == [{}]
 
 
@@ -56,7 +55,8 @@ def test_config_overrides_of_the_command_line(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "line", "expected"), [
-    (GOOD.replace("LinearBandit-v0", "LinearBandit-v9"), 2, "unknown env 'LinearBandit-v9'; did you mean 'LinearBandit-v0'?"),
+    (GOOD.replace("LinearBandit-v0", "LinearBandit-v9"), 2,
+     "unknown env 'LinearBandit-v9'; did you mean 'LinearBandit-v0'?"),
     (GOOD.replace("  LinUCB: {}", "  LinUBC: {}"), 11, "unknown agent 'LinUBC'; did you mean 'LinUCB'?"),
     (GOOD.replace("n_inner_steps: 10", "n_inner_step: 10"), 7, "unknown hyperparameter of LMCTS 'n_inner_step'"),
     (GOOD.replace("inverse_temperature: [10, 100]", "temperature: [10, 100]"), 10,

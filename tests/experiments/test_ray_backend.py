@@ -45,7 +45,7 @@ def test_ray_backend_results_equal_the_local_backend(tmp_path, monkeypatch):
         json.loads((on_ray.path / "experiment.json").read_text())["config"]
     local_cells, ray_cells = ResultsDir(local.path).read_cells(), ResultsDir(on_ray.path).read_cells()
     assert [c.label for c in ray_cells] == [c.label for c in local_cells] == ["LMCTS", "LinUCB", "EpsGreedy"]
-    for a, b in zip(local_cells, ray_cells):
+    for a, b in zip(local_cells, ray_cells, strict=True):
         np.testing.assert_array_equal(a.regret, b.regret)  # same seeds, batch and device: the same numbers
         for key in ("grid_points", "hyperparameters", "final_regret", "chosen", "seeds", "cell_config"):
             assert a.record[key] == b.record[key]

@@ -148,5 +148,5 @@ def test_a_run_killed_midway_resumes_with_nothing_lost_or_duplicated(tmp_path):
     reference = run_experiment(config, tmp_path / "reference", log=lambda line: None).read_cells()
     resumed = ResultsDir(out).read_cells()
     assert [c.label for c in resumed] == labels
-    for a, b in zip(resumed, reference):  # the same numbers as a run that was never killed
+    for a, b in zip(resumed, reference, strict=True):  # the same numbers as a run that was never killed
         np.testing.assert_array_equal(a.regret, b.regret)

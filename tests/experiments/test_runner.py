@@ -81,7 +81,7 @@ def test_jobs_in_processes_give_the_numbers_of_the_sequential_run(tmp_path):
     sequential = runner.run_experiment(config, tmp_path / "seq", log=lambda line: None).read_cells()
     parallel = runner.run_experiment(config, tmp_path / "par", jobs=2, log=lambda line: None).read_cells()
     assert [c.label for c in parallel] == [c.label for c in sequential] == ["LMCTS", "LinUCB"]
-    for a, b in zip(sequential, parallel):
+    for a, b in zip(sequential, parallel, strict=True):
         np.testing.assert_array_equal(a.regret, b.regret)  # same seeds, batch and device: the same numbers
         assert a.record["chosen"] == b.record["chosen"]
 
