@@ -20,7 +20,7 @@ import torch
 from agents import _kernels
 from agents.base import BanditAgent, DivergenceError, chosen_rows
 from agents.mlp import MLP, NEURAL_LAMBDA_REG, build_model, is_neural
-from agents.models import LinearModel, RewardModel
+from agents.models import LinearModel, RewardModel, agent_state, load_agent_state
 from agents.validation import check_choice, check_float, check_int
 from bandit_gym.rng import Stream
 
@@ -193,15 +193,13 @@ class LMCTS(BanditAgent):
 
     def _minibatches(self, t: int) -> torch.Tensor | None:
         """Round ``t``'s mini-batch row indices ``(R, K, B)``, uniform with replacement; None for full batch."""
-        n = self.model.n_observations
-        if self.batch_size is None or n == 0:
+        if self.batch_size is None or self.model.n_observations == 0:
             return None
         u = self._draws("uniform", Stream.MINIBATCH, (self.n_inner_steps, self.batch_size), t)  # (R, K, B)
-        return (u.to(self.device) * n).long().clamp_(max=n - 1)
+        return self.model.sample_rows(u.to(self.device))
 
     def _state(self) -> dict[str, torch.Tensor]:
-        return {"theta": self.theta, **{f"model.{k}": v for k, v in self.model.state_dict().items()}}
+        return agent_state(self.theta, self.model)
 
     def _load_state(self, state: dict[str, torch.Tensor]) -> None:
-        self.theta = state["theta"]
-        self.model.load_state_dict({k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")})
+        self.theta = load_agent_state(self.model, state)

@@ -56,6 +56,12 @@ class RewardModel(ABC):
         """Starting point of the first chain, ``(R, p)``."""
         return torch.zeros(self.num_replicas, self.n_params, device=self.device)
 
+    def sample_rows(self, u: torch.Tensor) -> torch.Tensor:
+        """Mini-batch row indices, uniform with replacement over the stored rows, from uniforms ``u`` in
+        ``[0, 1)`` of any shape (same shape, int64)."""
+        n = self.n_observations
+        return (u * n).long().clamp_(max=n - 1)
+
     @abstractmethod
     def scores(self, params: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
         """Predicted reward (or a monotone transform of it) per arm: ``(R, p), (R, K, d) -> (R, K)``."""
@@ -207,3 +213,14 @@ class LogisticModel(RewardModel):
 
 #: The models ``LMCTS(model=...)`` accepts by name; the neural model joins here.
 MODELS: dict[str, type[RewardModel]] = {"linear": LinearModel, "glm": LogisticModel}
+
+
+def agent_state(theta: torch.Tensor, model: RewardModel) -> dict[str, torch.Tensor]:
+    """What an agent with parameters ``theta`` and a reward model saves: ``theta`` and ``model.*``."""
+    return {"theta": theta, **{f"model.{k}": v for k, v in model.state_dict().items()}}
+
+
+def load_agent_state(model: RewardModel, state: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Load :func:`agent_state`'s ``model.*`` entries into ``model``; return the saved ``theta``."""
+    model.load_state_dict({k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")})
+    return state["theta"]

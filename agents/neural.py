@@ -21,7 +21,7 @@ import torch
 from agents.base import BanditAgent, chosen_rows
 from agents.linear import sherman_morrison
 from agents.mlp import NEURAL_LAMBDA_REG, MLPModel, build_model
-from agents.models import RewardModel
+from agents.models import RewardModel, agent_state, load_agent_state
 from agents.validation import check_int
 from bandit_gym.rng import Stream
 
@@ -58,7 +58,8 @@ class _NeuralAgent(BanditAgent):
     default_exploration_scale = 1.0
 
     def __init__(self, env=None, *, model: Any = "mlp", model_kwargs: dict | None = None,
-                 exploration_scale: Any = None, lambda_reg: Any = NEURAL_LAMBDA_REG, step_size: Any = 0.1, n_grad_steps: int = 10,
+                 exploration_scale: Any = None, lambda_reg: Any = NEURAL_LAMBDA_REG, step_size: Any = 0.1,
+                 n_grad_steps: int = 10,
                  batch_size: int | None = 64, train_every: int = 1, **kwargs) -> None:
         super().__init__(env, **kwargs)
         self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
@@ -96,16 +97,14 @@ class _NeuralAgent(BanditAgent):
         """This round's row indices ``(R, n_grad_steps, B)``, uniform with replacement; None for full batch."""
         if self.batch_size is None:
             return None
-        n = self.model.n_observations
         u = self._draws("uniform", Stream.MINIBATCH, (self.n_grad_steps, self.batch_size))  # (R, K, B)
-        return (u.to(self.device) * n).long().clamp_(max=n - 1)
+        return self.model.sample_rows(u.to(self.device))
 
     def _state(self) -> dict[str, torch.Tensor]:
-        return {"theta": self.theta, **{f"model.{k}": v for k, v in self.model.state_dict().items()}}
+        return agent_state(self.theta, self.model)
 
     def _load_state(self, state: dict[str, torch.Tensor]) -> None:
-        self.theta = state["theta"]
-        self.model.load_state_dict({k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")})
+        self.theta = load_agent_state(self.model, state)
 
 
 class _DiagonalAgent(_NeuralAgent):
@@ -170,7 +169,8 @@ class NeuralTS(_DiagonalAgent):
 
 
 class NeuralLinUCB(_NeuralAgent):
-    """Neural-LinUCB: UCB on the last layer, ``argmax_x f(x; theta) + alpha sqrt(phi(x)^T A^-1 phi(x))`` (Xu et al. 2022).
+    """Neural-LinUCB (Xu et al. 2022): UCB on the last layer,
+    ``argmax_x f(x; theta) + alpha sqrt(phi(x)^T A^-1 phi(x))``.
 
     ``phi(x)`` is the last hidden layer's output and ``A = lambda I + sum_i phi(x_i) phi(x_i)^T``
     over the played arms (with the features of the round they were played), kept as ``A^-1``
@@ -208,7 +208,8 @@ class NeuralLinUCB(_NeuralAgent):
 
 
 class NeuralEpsGreedy(_NeuralAgent):
-    """Neural epsilon-greedy: a uniform random arm with probability ``min(1, c / sqrt(t))``, else ``argmax f(x; theta)``.
+    """Neural epsilon-greedy: a uniform random arm with probability ``min(1, c / sqrt(t))``,
+    else ``argmax f(x; theta)``.
 
     Coins and random arms from stream ``EXPLORE``. See :class:`_NeuralAgent` for the arguments
     (``exploration_scale`` is ``c``).
