@@ -245,7 +245,8 @@ class SGDTS(_LogisticAgent):
 
     def sample_theta(self) -> torch.Tensor:
         """This round's draw ``theta_bar + g S z``, ``(R, d)``; no state change."""
-        return self.theta_bar + self.exploration_scale[:, None] * matvec(self.gram_inverse_root, self._standard_normal())
+        z = self._standard_normal()  # (R, d)
+        return self.theta_bar + self.exploration_scale[:, None] * matvec(self.gram_inverse_root, z)
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
         return self._explore_or(self._argmax(linear_scores(contexts, self.sample_theta())))

@@ -29,7 +29,10 @@ from bandit_gym.rng import Stream
 
 def ucb_scores(contexts: torch.Tensor, theta_hat: torch.Tensor, gram_inverse: torch.Tensor,
                nu: torch.Tensor) -> torch.Tensor:
-    """Upper confidence bounds ``x^T theta_hat + nu sqrt(x^T V^-1 x)``: ``(R, K, d), (R, d), (R, d, d), (R,) -> (R, K)``."""
+    """Upper confidence bounds ``x^T theta_hat + nu sqrt(x^T V^-1 x)``.
+
+    ``(R, K, d), (R, d), (R, d, d), (R,) -> (R, K)``.
+    """
     if _kernels.enabled(contexts, theta_hat, gram_inverse, nu):
         return _kernels.ucb_scores(contexts, theta_hat, gram_inverse, nu)
     mean = (contexts * theta_hat[:, None, :]).sum(dim=-1)  # (R, K)

@@ -284,7 +284,8 @@ def is_neural(model: Any) -> bool:
 
 def build_model(model: Any, model_kwargs: dict | None, num_replicas: int, dim: int, lambda_reg: torch.Tensor,
                 device: torch.device, keys: torch.Tensor) -> RewardModel:
-    """The reward model an agent's ``model=`` argument names: a name in ``MODELS``, an :class:`MLP`, or an ``nn.Module``."""
+    """The reward model an agent's ``model=`` argument names: a name in ``MODELS``, an :class:`MLP`,
+    or an ``nn.Module``."""
     kwargs = dict(model_kwargs or {})
     if isinstance(model, torch.nn.Module):
         return ModuleModel(num_replicas, dim, lambda_reg, device, keys=keys, module=model, **kwargs)

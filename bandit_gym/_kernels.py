@@ -91,9 +91,11 @@ _MUL2 = np.uint64(0x94D049BB133111EB)
 
 @njit(nogil=True, cache=True)
 def _unit_normal_rows(start, n, dim, out):
-    """``out[r]`` (``n`` float32): replica ``r``'s unit rows of ``dim`` normals from words ``mix64(start[r] + j golden)``.
+    """``out[r]`` (``n`` float32): replica ``r``'s unit rows of ``dim`` normals from words
+    ``mix64(start[r] + j golden)``.
 
-    Word ``j`` gives two normals (Box-Muller): ``u1 = (high 32 bits + 1/2) 2^-32``, ``angle = 2 pi (low 32 bits) 2^-32``,
+    Word ``j`` gives two normals (Box-Muller): ``u1 = (high 32 bits + 1/2) 2^-32``,
+    ``angle = 2 pi (low 32 bits) 2^-32``,
     ``z[j] = sqrt(-2 ln u1) cos(angle)``, ``z[half + j] = sqrt(-2 ln u1) sin(angle)``; each run of ``dim``
     entries of ``z`` is divided by its norm in float64, then rounded to float32 (as in ``rng.unit_normal``).
     """

@@ -211,14 +211,14 @@ def check_bandit_env(
 
         first = _rollout(env, seed, actions[0], name, n_arms, rtol, atol)
         again = _rollout(env, seed, actions[0], name, n_arms, rtol, atol)
-        for t, (a, b) in enumerate(zip(first, again)):
+        for t, (a, b) in enumerate(zip(first, again, strict=False)):  # lengths checked below
             differs = _same(a, b, rtol=0.0, atol=0.0)
             _require(differs is None and len(first) == len(again), name,
                      f"seeding is not deterministic: two rollouts after reset(seed={seed}) with the same actions "
                      f"differ in {differs!r} at round {t}; draw every random number from the seed "
                      "(self.np_random or a seeded stream)")
         other = _rollout(env, seed + 1, actions[0], name, n_arms, rtol, atol)
-        _require(any(_same(a, b, 0.0, 0.0) is not None for a, b in zip(first, other)), name,
+        _require(any(_same(a, b, 0.0, 0.0) is not None for a, b in zip(first, other, strict=False)), name,
                  f"reset(seed={seed}) and reset(seed={seed + 1}) give the same rollout: the env ignores its seed")
 
         if venv is not None:

@@ -79,7 +79,7 @@ class PerArmFeaturesExtractor(BaseFeaturesExtractor):
         super().__init__(observation_space, features_dim=n_arms)
         widths = [dim, *net_arch]
         layers: list[nn.Module] = []
-        for width_in, width_out in zip(widths[:-1], widths[1:]):
+        for width_in, width_out in zip(widths[:-1], widths[1:], strict=True):
             layers += [nn.Linear(width_in, width_out), activation_fn()]
         layers.append(nn.Linear(widths[-1], 1))
         self.arm_scorer = nn.Sequential(*layers)  # (..., d) -> (..., 1)

@@ -15,9 +15,9 @@ import torch
 
 from bandit_gym import rng
 from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv
+from bandit_gym.datasets.loaders import get_spec, load_dataset
 from bandit_gym.rng import Stream
 from bandit_gym.validation import check_bool, check_fork_safe, check_int, check_memory
-from bandit_gym.datasets.loaders import get_spec, load_dataset
 
 #: The paper's horizon on the real datasets (capped by the number of rows).
 PAPER_HORIZON = 10_000

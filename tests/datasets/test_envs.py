@@ -102,7 +102,7 @@ def test_batched_replica_equals_single_env_with_shifted_seed(make, env_id):
     single_obs = [single.reset(seed=10 + i)[0] for i, single in enumerate(singles)]
     rng = np.random.default_rng(0)
     for _ in range(8):
-        for i, single in enumerate(singles):
+        for i in range(len(singles)):
             np.testing.assert_array_equal(obs[i], single_obs[i])
         actions = rng.integers(0, venv.single_action_space.n, size=3)
         obs, rewards, _, truncated, info = venv.step(actions)

@@ -174,7 +174,7 @@ def test_observations_and_info_are_the_callers_to_modify(make_env, env_id):
     twins = [make_env(env_id, num_envs=3, array_type="torch") for _ in range(2)]
     for env in twins:
         env.reset(seed=4)
-    for t in range(20):  # over block boundaries (8 rounds at most at these sizes)
+    for _ in range(20):  # over block boundaries (8 rounds at most at these sizes)
         (obs_a, reward_a, _, _, info_a), (obs_b, reward_b, _, _, info_b) = (env.step([1, 2, 3]) for env in twins)
         assert torch.equal(obs_a, obs_b) and torch.equal(reward_a, reward_b)
         assert torch.equal(info_a["regret"], info_b["regret"])

@@ -5,10 +5,10 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from bandit_ids import DATASET_IDS, SYNTHETIC_IDS
 
 import bandit_gym  # noqa: F401  (registers the envs)
 from bandit_gym.env_checker import BanditEnvCheckError, check_bandit_env
-from bandit_ids import DATASET_IDS, SYNTHETIC_IDS
 
 
 @pytest.mark.parametrize("env_id", SYNTHETIC_IDS)
@@ -51,7 +51,10 @@ class ToyBandit(gym.Env):
         return self._new_round()
 
     def step(self, action):
-        noise = np.random.normal() if self.global_noise else self.np_random.normal()
+        if self.global_noise:  # the bug under test: numpy's global generator ignores reset(seed=...)
+            noise = np.random.normal()  # noqa: NPY002
+        else:
+            noise = self.np_random.normal()
         reward = float(self.expected[action] + noise)
         regret = self.regret_sign * float(self.expected.max() - self.expected[action])
         obs, info = self._new_round()

@@ -10,10 +10,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from bandit_ids import SYNTHETIC_IDS
 
 import bandit_gym  # noqa: F401  (registers the envs)
 from bandit_gym.wrappers import OneStepEpisodes
-from bandit_ids import SYNTHETIC_IDS
 
 sb3 = pytest.importorskip("stable_baselines3")
 from stable_baselines3 import A2C, DQN, PPO  # noqa: E402

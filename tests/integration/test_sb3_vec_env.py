@@ -6,10 +6,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from bandit_ids import SYNTHETIC_IDS
 
 import bandit_gym  # noqa: F401  (registers the envs)
 from bandit_gym.wrappers import OneStepEpisodes
-from bandit_ids import SYNTHETIC_IDS
 
 pytest.importorskip("stable_baselines3")
 from stable_baselines3 import A2C, PPO  # noqa: E402
@@ -50,12 +50,13 @@ def _assert_same(got: list[tuple], want: list[tuple]) -> None:
     # Floats: replica r of the batch may differ from the single env seeded s + r in the last bits.
     close = {"rtol": 1e-5, "atol": 1e-6}
     np.testing.assert_allclose(got[0][0], want[0][0], **close)
-    for t, ((obs, rewards, dones, infos), (w_obs, w_rewards, w_dones, w_infos)) in enumerate(zip(got[1:], want[1:])):
+    steps = zip(got[1:], want[1:], strict=True)
+    for t, ((obs, rewards, dones, infos), (w_obs, w_rewards, w_dones, w_infos)) in enumerate(steps):
         np.testing.assert_allclose(obs, w_obs, **close, err_msg=f"obs at step {t}")
         np.testing.assert_allclose(rewards, w_rewards, **close, err_msg=f"rewards at step {t}")
         np.testing.assert_array_equal(dones, w_dones, err_msg=f"dones at step {t}")
         assert rewards.dtype == w_rewards.dtype and obs.dtype == w_obs.dtype
-        for r, (info, w_info) in enumerate(zip(infos, w_infos)):
+        for r, (info, w_info) in enumerate(zip(infos, w_infos, strict=True)):
             for key in ("regret", "expected_rewards", "optimal_action", "TimeLimit.truncated", "terminal_observation"):
                 assert (key in info) == (key in w_info), f"{key} in infos[{r}] at step {t}"
                 if key in w_info:

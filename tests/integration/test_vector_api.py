@@ -5,9 +5,9 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from bandit_ids import SYNTHETIC_IDS
 
 import bandit_gym  # noqa: F401  (registers the envs)
-from bandit_ids import SYNTHETIC_IDS
 
 NUM_ENVS = 3
 HORIZON = 4  # short, so that the rollouts below cross the horizon and autoreset

@@ -5,11 +5,11 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from bandit_ids import SYNTHETIC_IDS
 from gymnasium.wrappers import FlattenObservation, NormalizeReward, RecordEpisodeStatistics, TimeLimit
 
 import bandit_gym  # noqa: F401  (registers the envs)
 from bandit_gym.wrappers import OneStepEpisodes
-from bandit_ids import SYNTHETIC_IDS
 
 
 def _actions(n_arms: int, n: int, seed: int = 0) -> list[int]:
