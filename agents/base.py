@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from agents import _kernels
+from agents.callbacks import as_round_hooks, make_env
 from agents.validation import check_int, per_replica, replica_seeds
 from bandit_gym import rng
 from bandit_gym.rng import Stream
@@ -87,8 +88,10 @@ class BanditAgent(ABC):
 
     Args:
         env: A bandit env (``R = 1``) or a vector env (``R = num_envs``): the native batched
-            env, or Gymnasium's ``SyncVectorEnv``; sizes come from its spaces. May be None if
-            ``n_arms``, ``dim`` (and ``num_replicas``) are given.
+            env, or Gymnasium's ``SyncVectorEnv``; sizes come from its spaces. Or a registered env
+            id, as Stable-Baselines3 accepts: ``gym.make(id)``, or the native batched env of
+            ``num_replicas`` replicas when ``num_replicas`` is given. May be None if ``n_arms``,
+            ``dim`` (and ``num_replicas``) are given. :meth:`learn` plays it unless given another.
         seed: Seed of replica 0 (replica ``r`` uses ``seed + r``), or one seed per replica.
             None draws one at random.
         device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``.
@@ -98,6 +101,9 @@ class BanditAgent(ABC):
     def __init__(self, env: gym.Env | gym.vector.VectorEnv | None = None, *, seed: int | list[int] | None = None,
                  device: str | torch.device = "auto", n_arms: int | None = None, dim: int | None = None,
                  num_replicas: int | None = None) -> None:
+        if isinstance(env, str):
+            env = make_env(env, num_replicas)
+        self.env = env
         if env is not None:
             self.num_replicas, self.n_arms, self.dim = env_sizes(env)
         elif n_arms is None or dim is None:
@@ -177,16 +183,26 @@ class BanditAgent(ABC):
         self._observe(contexts, actions, rewards)
         self.t += 1
 
-    def learn(self, env: gym.Env | gym.vector.VectorEnv, total_timesteps: int | None = None,
-              callback: Callable[[BanditAgent, int], bool | None] | None = None,
+    def learn(self, env: gym.Env | gym.vector.VectorEnv | int | None = None, total_timesteps: int | None = None,
+              callback: Callable[[BanditAgent, int], bool | None] | Any | None = None,
               progress_bar: bool = False) -> BanditAgent:
         """Play ``total_timesteps`` rounds (default: the env's horizon) and learn from each.
 
+        ``env`` defaults to the env given at construction (:meth:`get_env`); as in
+        Stable-Baselines3, ``agent.learn(10_000)`` reads an integer as ``total_timesteps``.
         The first ``learn`` resets the env with the agent's seeds; later calls continue with
         unseeded resets. ``history["regret"]``, ``["reward"]`` and ``["action"]`` hold one row
         per round, shape ``(T,)`` for a single env and ``(T, R)`` for a vector env.
-        ``callback(agent, round)`` runs after every round; returning False stops.
+
+        ``callback`` runs after every round and can stop the run: a callable ``callback(agent, round)``
+        returning False, or a Stable-Baselines3 callback (``BaseCallback``, ``CallbackList`` or a list
+        of them) whose ``on_step()`` returns False; ``callback.model`` is this agent.
         """
+        if isinstance(env, int) and not isinstance(env, bool):
+            env, total_timesteps = None, env if total_timesteps is None else total_timesteps
+        env = self.env if env is None else env
+        if env is None:
+            raise ValueError("learn needs an env: give one here or when making the agent")
         if env_sizes(env) != (self.num_replicas, self.n_arms, self.dim):
             raise ValueError(f"env has (num_envs, n_arms, dim) = {env_sizes(env)}, the agent was built for "
                              f"{(self.num_replicas, self.n_arms, self.dim)}")
@@ -204,6 +220,7 @@ class BanditAgent(ABC):
             from tqdm.auto import tqdm
 
             rounds = tqdm(rounds, desc=type(self).__name__, unit="round")
+        on_step, on_end = as_round_hooks(self, callback, locals())
         logs = {name: _RoundLog(total, self.num_replicas, dtype) for name, dtype in
                 (("regret", np.float64), ("reward", np.float32), ("action", np.int64))}
         for played in rounds:
@@ -219,10 +236,11 @@ class BanditAgent(ABC):
             self.t += 1
             for name, value in (("regret", info["regret"]), ("reward", rewards), ("action", actions)):
                 logs[name].add(value)
-            if callback is not None and callback(self, played) is False:
+            if on_step(played, locals()) is False:
                 break
             if played < total and (_any(terminated) or _any(truncated)):
                 obs, _ = env.reset()
+        on_end()
         self.history = {name: log.rows() if vector else log.rows()[:, 0] for name, log in logs.items()}
         return self
 
@@ -247,15 +265,48 @@ class BanditAgent(ABC):
             raise
 
     @classmethod
-    def load(cls, path: str | os.PathLike, device: str | torch.device = "auto") -> BanditAgent:
-        """Rebuild an agent saved with :meth:`save`."""
+    def load(cls, path: str | os.PathLike, env: gym.Env | gym.vector.VectorEnv | None = None,
+             device: str | torch.device = "auto") -> BanditAgent:
+        """Rebuild an agent saved with :meth:`save`; ``env`` (optional) becomes its :meth:`get_env`."""
         payload = torch.load(Path(path), map_location="cpu", weights_only=True)
         if payload["class"] != cls.__name__:
             raise ValueError(f"{path} holds a {payload['class']} agent, not a {cls.__name__}")
         agent = cls(None, seed=payload["seed"], device=device, **payload["sizes"], **payload["hyperparameters"])
         agent.t = payload["t"]
         agent._load_state({name: value.to(agent.device) for name, value in payload["state"].items()})
+        if env is not None:
+            agent.set_env(env)
         return agent
+
+    def get_env(self) -> gym.Env | gym.vector.VectorEnv | None:
+        """The env :meth:`learn` plays by default (given at construction, by :meth:`set_env` or ``load``)."""
+        return self.env
+
+    def set_env(self, env: gym.Env | gym.vector.VectorEnv) -> None:
+        """Play ``env`` from now on; its sizes must be the agent's."""
+        if env_sizes(env) != (self.num_replicas, self.n_arms, self.dim):
+            raise ValueError(f"env has (num_envs, n_arms, dim) = {env_sizes(env)}, the agent was built for "
+                             f"{(self.num_replicas, self.n_arms, self.dim)}")
+        self.env = env
+
+    @property
+    def num_timesteps(self) -> int:
+        """Env steps taken so far over all replicas (Stable-Baselines3's count, read by its callbacks)."""
+        return (self.t - 1) * self.num_replicas
+
+    @property
+    def logger(self):
+        """A Stable-Baselines3 logger that writes nothing (for SB3 callbacks that log)."""
+        if getattr(self, "_logger", None) is None:
+            from stable_baselines3.common.logger import Logger
+
+            self._logger = Logger(folder=None, output_formats=[])
+        return self._logger
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{k}={v!r}" for k, v in self.hyperparameters().items())
+        return (f"{type(self).__name__}(n_arms={self.n_arms}, dim={self.dim}, num_replicas={self.num_replicas}, "
+                f"{values + ', ' if values else ''}seed={self.seed!r}, device='{self.device}', round={self.t})")
 
     # -- helpers for subclasses ------------------------------------------------
     def _as_contexts(self, observation) -> torch.Tensor:
@@ -331,3 +382,4 @@ class _RoundLog:
             stacked = torch.stack(self._device_rows).reshape(len(self._device_rows), -1)
             return stacked.cpu().numpy().astype(self._array.dtype)
         return self._array[: self._count].copy() if self._count < len(self._array) else self._array
+
