@@ -1,7 +1,7 @@
 """``make_env`` for every registered id: dataset envs read a writable copy of the shared real-data cache.
 
 The real OpenML cache (Shuttle, MagicTelescope, Mushroom) is found as in ``tests/datasets/conftest.py``:
-``$BANDIT_GYM_SHARED_OPENML_CACHE``, else ``../shared/datasets/openml_cache`` beside the clone. A dataset
+``$BANDIT_GYM_TEST_OPENML_CACHE``, else ``../shared/datasets/openml_cache`` beside the clone. A dataset
 env whose data is not there (Covertype, CIFAR10) or whose extra is not installed is skipped, naming why.
 """
 
@@ -17,7 +17,7 @@ import pytest
 
 import bandit_gym  # noqa: F401  (registers the envs)
 
-SHARED_CACHE_ENV_VAR = "BANDIT_GYM_SHARED_OPENML_CACHE"
+SHARED_CACHE_ENV_VAR = "BANDIT_GYM_TEST_OPENML_CACHE"
 REPO = Path(__file__).resolve().parents[2]
 #: Small sizes that keep every test fast; dataset envs take a short horizon only.
 SMALL_SYNTHETIC = {"n_arms": 6, "dim": 4, "horizon": 40}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED_CACHE_ENV_VAR = "BANDIT_GYM_SHARED_OPENML_CACHE"  # the same variable as tests/datasets/conftest.py
+SHARED_CACHE_ENV_VAR = "BANDIT_GYM_TEST_OPENML_CACHE"  # the variable of tests/datasets/conftest.py and the README
 
 
 def shared_cache_source() -> Path:
