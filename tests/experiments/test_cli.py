@@ -32,7 +32,7 @@ def test_demo_prints_a_row_per_agent_with_the_numbers_play_computes(capsys):
     assert out[0] == "LinearBandit-v0: 3 seeds x 60 rounds per agent, each agent's runs as one batch"
     assert out[1] == demo.explanation(60, 3, ["UniformRandom", "LinUCB"])
     assert len(out) == 4
-    for line, name in zip(out[2:], ["UniformRandom", "LinUCB"]):
+    for line, name in zip(out[2:], ["UniformRandom", "LinUCB"], strict=True):
         printed_mean, printed_error = (float(x) for x in re.fullmatch(
             rf"\s+{name}\s+([\d.]+) \+-\s+([\d.]+)\s+[\d.]+ s", line).groups())
         result = demo.play("LinearBandit-v0", name, rounds=60, seeds=3)  # same seeds: the same numbers
@@ -117,7 +117,7 @@ def test_python_dash_m_experiments_is_the_command():
 def test_every_listed_hyperparameter_is_accepted_by_its_agent():
     from experiments import catalog
 
-    for name, cls in catalog.agent_classes().items():
+    for cls in catalog.agent_classes().values():
         listed = catalog.agent_hyperparameters(cls)
         kwargs = {key: value for key, value in listed.items() if value is not None}  # the listed defaults, given
         if "horizon" in listed:
