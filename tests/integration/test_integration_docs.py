@@ -17,8 +17,9 @@ def python_blocks(text: str) -> list[str]:
 
 def test_integration_doc_has_its_examples() -> None:
     blocks = python_blocks(DOC.read_text())
-    # PPO with the per-arm policy, the batched VecEnv, the vector API, check_bandit_env in pytest
-    assert len(blocks) == 4
+    # PPO with the per-arm policy, the batched VecEnv, the vector API, check_bandit_env in pytest,
+    # an agent in a hand-written loop, an agent with SB3's callbacks and evaluate_policy
+    assert len(blocks) == 6
 
 
 def test_integration_doc_examples_run_in_order(capsys: pytest.CaptureFixture) -> None:
@@ -39,3 +40,4 @@ def test_integration_doc_examples_run_in_order(capsys: pytest.CaptureFixture) ->
     out = capsys.readouterr().out
     assert "per-round regret: PPO" in out and "rounds played: 1024" in out
     assert out.count("rewards [") == 3  # sync, async and native each printed a row
+    assert "cumulative regret over 200 rounds:" in out and "LinUCB(n_arms=50, dim=20, num_replicas=4" in out
