@@ -85,12 +85,18 @@ def csv_text(table: list[Row]) -> str:
     return buffer.getvalue()
 
 
+#: How to read the printed table (its last line).
+EXPLANATION = ("final regret: cumulative regret at the last round, the mean over the seeds and its standard "
+               "error; lower is better. chosen: the grid point with the lowest mean.")
+
+
 def plain(table: list[Row], heading: str) -> str:
     """The table for a terminal."""
     width = max([len(r.label) for r in table] + [5]) + 2
     lines = [heading, f"{'agent':<{width}}{'final regret':>20}   {'wall time':>9}   chosen"]
     for row in table:
         lines.append(f"{row.label:<{width}}{_regret_text(row):>20}   {row.wall_time_s:>7.1f} s   {row.chosen or '-'}")
+    lines.append(EXPLANATION)
     return "\n".join(lines)
 
 

@@ -96,5 +96,6 @@ def test_an_agent_whose_every_point_diverges_is_reported_as_diverged(tmp_path):
     assert (lmcts.mean, lmcts.diverged_points, lmcts.grid_points) == (None, 2, 2)
     assert "diverged" in text.splitlines()[2] and "| LMCTS | diverged | - | 2 (2 diverged) |" in md_path.read_text()
     assert linucb.mean is not None
+    assert text.splitlines()[-1] == summary.EXPLANATION and "lower is better" in summary.EXPLANATION
     plots.plot_experiment(results.path)  # draws the agents that have a curve
     assert (results.path / "regret.png").is_file() and not (results.path / "grid_LMCTS.png").exists()
