@@ -29,8 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
-from agents.history import History
-from agents.models import MODELS, RewardModel
+from agents.models import MODELS, HistoryModel, RewardModel
 from agents.validation import check_choice, check_int
 from bandit_gym import rng
 from bandit_gym.rng import Stream
@@ -55,33 +54,13 @@ class MLP:
     activation: str = "relu"
 
 
-class _NeuralModel(RewardModel):
-    """Shared part of the neural models: the history, mini-batch rows and the squared loss."""
+class _NeuralModel(HistoryModel):
+    """Shared part of the neural models: the squared loss over the history (:class:`HistoryModel`)."""
 
-    supports_minibatch = True
     #: LMC-TS draws each inner step's noise when the step runs and skips round 1's prior chain.
     per_step_noise = True
     default_step_size = 0.01
     default_inverse_temperature = 1e4
-
-    def __init__(self, num_replicas: int, dim: int, lambda_reg: torch.Tensor, device: torch.device) -> None:
-        super().__init__(num_replicas, dim, lambda_reg, device)
-        self.data = History(num_replicas, {"features": (dim,), "rewards": ()}, device)
-
-    @property
-    def n_observations(self) -> int:
-        return len(self.data)
-
-    def add(self, features: torch.Tensor, rewards: torch.Tensor) -> None:
-        self.data.append(features=features, rewards=rewards)
-
-    def rows(self, batch: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, float]:
-        """Features ``(R, n, d)``, rewards ``(R, n)`` of all rows or of a mini-batch ``(R, B)``, and ``n / B``."""
-        x, r = self.data["features"], self.data["rewards"]
-        if batch is None:
-            return x, r, 1.0
-        batch_d = batch[:, :, None].expand(-1, -1, self.dim)  # (R, B, d)
-        return x.gather(1, batch_d), r.gather(1, batch), len(self.data) / batch.shape[1]
 
     def loss(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
         x, r, scale = self.rows(batch)
@@ -94,13 +73,6 @@ class _NeuralModel(RewardModel):
             params = params.detach().requires_grad_()
             (gradient,) = torch.autograd.grad(self.loss(params, batch).sum(), params)
         return gradient
-
-    def state_dict(self) -> dict[str, torch.Tensor]:
-        return self.data.state_dict()
-
-    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        self.data.load_state_dict(state)
-
 
 class MLPModel(_NeuralModel):
     """A batched fully connected network ``f(x; theta)``; one set of weights per replica.

@@ -159,18 +159,13 @@ class LinearModel(RewardModel):
         self._count = int(state["count"])
 
 
-class LogisticModel(RewardModel):
-    """Logistic rewards ``sigmoid(x . theta)`` (a GLM); penalised negative log-likelihood.
-
-    ``L_t = sum_i (softplus(x_i . theta) - r_i x_i . theta) + lambda ||theta||^2`` and
-    ``grad L_t = sum_i (sigmoid(x_i . theta) - r_i) x_i + 2 lambda theta``. The data live in a
-    :class:`agents.history.History`; gradients are full-batch or over mini-batches of rows
-    (rescaled by ``n / B`` so that they estimate the full gradient).
-    """
+class HistoryModel(RewardModel):
+    """A model that learns from its whole history: the rows live in a :class:`agents.history.History`, and
+    losses and gradients are full-batch or over mini-batches of rows (rescaled by ``n / B`` so that they
+    estimate the full-batch values). Subclasses define :meth:`scores` and :meth:`loss` (and may
+    override :meth:`gradient`)."""
 
     supports_minibatch = True
-    default_step_size = 0.9
-    default_inverse_temperature = 30.0
 
     def __init__(self, num_replicas: int, dim: int, lambda_reg: torch.Tensor, device: torch.device) -> None:
         super().__init__(num_replicas, dim, lambda_reg, device)
@@ -180,35 +175,47 @@ class LogisticModel(RewardModel):
     def n_observations(self) -> int:
         return len(self.data)
 
-    def scores(self, params: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
-        return linear_scores(contexts, params)  # (R, K): logits, monotone in the mean reward
-
     def add(self, features: torch.Tensor, rewards: torch.Tensor) -> None:
         self.data.append(features=features, rewards=rewards)
 
-    def _rows(self, batch: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, float]:
-        """Features ``(R, n, d)``, rewards ``(R, n)`` of all rows or of a mini-batch, and the scale ``n / B``."""
+    def rows(self, batch: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, float]:
+        """Features ``(R, n, d)``, rewards ``(R, n)`` of all rows or of a mini-batch ``(R, B)``, and ``n / B``."""
         x, r = self.data["features"], self.data["rewards"]
         if batch is None:
             return x, r, 1.0
-        replicas = torch.arange(self.num_replicas, device=batch.device)[:, None]  # (R, 1)
-        return x[replicas, batch], r[replicas, batch], len(self.data) / batch.shape[1]
-
-    def loss(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
-        x, r, scale = self._rows(batch)
-        z = (x @ params[:, :, None])[:, :, 0]  # (R, n)
-        return scale * (F.softplus(z) - r * z).sum(dim=1) + self.lambda_reg * (params**2).sum(dim=1)
-
-    def gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
-        x, r, scale = self._rows(batch)
-        residual = torch.sigmoid((x @ params[:, :, None])[:, :, 0]) - r  # (R, n)
-        return scale * (residual[:, None, :] @ x)[:, 0] + 2.0 * self.lambda_reg[:, None] * params  # (R, d)
+        batch_d = batch[:, :, None].expand(-1, -1, self.dim)  # (R, B, d)
+        return x.gather(1, batch_d), r.gather(1, batch), len(self.data) / batch.shape[1]
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return self.data.state_dict()
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         self.data.load_state_dict(state)
+
+
+class LogisticModel(HistoryModel):
+    """Logistic rewards ``sigmoid(x . theta)`` (a GLM); penalised negative log-likelihood.
+
+    ``L_t = sum_i (softplus(x_i . theta) - r_i x_i . theta) + lambda ||theta||^2`` and
+    ``grad L_t = sum_i (sigmoid(x_i . theta) - r_i) x_i + 2 lambda theta``, full-batch or over
+    mini-batches of rows (:class:`HistoryModel`).
+    """
+
+    default_step_size = 0.9
+    default_inverse_temperature = 30.0
+
+    def scores(self, params: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
+        return linear_scores(contexts, params)  # (R, K): logits, monotone in the mean reward
+
+    def loss(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        x, r, scale = self.rows(batch)
+        z = (x @ params[:, :, None])[:, :, 0]  # (R, n)
+        return scale * (F.softplus(z) - r * z).sum(dim=1) + self.lambda_reg * (params**2).sum(dim=1)
+
+    def gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        x, r, scale = self.rows(batch)
+        residual = torch.sigmoid((x @ params[:, :, None])[:, :, 0]) - r  # (R, n)
+        return scale * (residual[:, None, :] @ x)[:, 0] + 2.0 * self.lambda_reg[:, None] * params  # (R, d)
 
 
 #: The models ``LMCTS(model=...)`` accepts by name; the neural model joins here.
