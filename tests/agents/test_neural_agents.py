@@ -11,13 +11,7 @@ from agents.neural import NeuralEpsGreedy, NeuralLinUCB, NeuralTS, NeuralUCB
 AGENTS = [NeuralUCB, NeuralTS, NeuralLinUCB, NeuralEpsGreedy]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny batched matmuls wait for busy cores in torch's thread pool (docs/agents.md): run these on one thread."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 def make(cls, num_replicas, seed, **kwargs):

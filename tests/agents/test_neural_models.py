@@ -14,13 +14,7 @@ from bandit_gym import rng
 CPU = torch.device("cpu")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny batched matmuls wait for busy cores in torch's thread pool (docs/agents.md): run these on one thread."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 class TinyNet(torch.nn.Module):

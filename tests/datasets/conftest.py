@@ -10,9 +10,7 @@ Nothing here downloads: ``no_network`` points openml at a closed localhost port.
 
 from __future__ import annotations
 
-import os
 import pickle
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +18,7 @@ import pytest
 
 from bandit_gym.datasets.loaders import SPECS
 
-SHARED_CACHE_ENV_VAR = "BANDIT_GYM_TEST_OPENML_CACHE"
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_SHARED_CACHE = REPO.parent / "shared" / "datasets" / "openml_cache"
 
 
 def write_openml_dataset(
@@ -131,30 +127,10 @@ def published_lookalikes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def shared_cache_source() -> tuple[Path, bool]:
-    """Where the shared real cache is, and whether the environment variable named it."""
-    if os.environ.get(SHARED_CACHE_ENV_VAR):
-        return Path(os.environ[SHARED_CACHE_ENV_VAR]).expanduser(), True
-    return DEFAULT_SHARED_CACHE, False
-
-
 @pytest.fixture(scope="session")
-def real_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A writable copy of the shared real OpenML cache (read-only at its source).
-
-    Skipped when the default location is empty; an error when ``BANDIT_GYM_TEST_OPENML_CACHE`` names a
-    directory that holds no cache (CI sets it so that the real-data tests cannot skip unnoticed).
-    """
-    source, named = shared_cache_source()
-    if not (source / "org" / "openml" / "www" / "datasets").is_dir():
-        if named:
-            pytest.fail(f"{SHARED_CACHE_ENV_VAR}={source} holds no OpenML cache (no org/openml/www/datasets in it)")
-        pytest.skip(f"no shared OpenML cache at {source} (set {SHARED_CACHE_ENV_VAR} to point at one)")
-    target = tmp_path_factory.mktemp("openml_real") / "openml_cache"
-    shutil.copytree(source, target)
-    for path in [target, *target.rglob("*")]:
-        path.chmod(path.stat().st_mode | 0o200)
-    return target
+def real_cache(real_openml_cache: Path) -> Path:
+    """The writable copy of the shared real OpenML cache (``tests/conftest.py``)."""
+    return real_openml_cache
 
 
 @pytest.fixture

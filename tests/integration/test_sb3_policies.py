@@ -27,14 +27,7 @@ SMOKE_KWARGS = {PPO: {"n_steps": 64, "batch_size": 32, "n_epochs": 2}, A2C: {"n_
 PER_ARM_POLICY = {PPO: PerArmActorCriticPolicy, A2C: PerArmActorCriticPolicy, DQN: PerArmDQNPolicy}
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    # SB3's small networks run many times faster on one thread when other processes share the
-    # CPU; the test (not the library) sets it, and restores the user's setting.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 def _parameters(model) -> torch.Tensor:
