@@ -101,6 +101,7 @@ class EnvInfo:
     dim: int | None
     horizon: int | None  # None: the number of rows of the data, at most 10,000
     dataset: str | None  # the ``bandit-gym download`` name of a dataset env
+    needs: str | None = None  # the data keywords gym.make needs: "X=..., y=... (your labelled data)", "data_id=N ..."
 
 
 def env_ids() -> tuple[str, ...]:
@@ -125,6 +126,9 @@ def describe_env(env_id: str) -> EnvInfo:
     spec = gym.registry[check_env_id(env_id)]
     kwargs = dict(spec.kwargs)
     if "dataset" in kwargs:  # dataset envs: the shapes come from the data
+        if kwargs["dataset"] is None:  # no preset: the user gives the data as keywords
+            needs = "X=..., y=... (your labelled data)" if "X" in kwargs else "data_id=N (an OpenML id, from the cache)"
+            return EnvInfo(env_id, None, None, kwargs.get("horizon"), None, needs)
         return EnvInfo(env_id, None, None, kwargs.get("horizon"), kwargs["dataset"])
     env = gym.make(env_id)
     n_arms, dim = env.observation_space.shape

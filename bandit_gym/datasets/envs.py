@@ -10,14 +10,16 @@ random order drawn from its key, without replacement.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
 from bandit_gym import rng
 from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv
-from bandit_gym.datasets.loaders import get_spec, load_dataset
+from bandit_gym.datasets.sources import open_source
 from bandit_gym.rng import Stream
-from bandit_gym.validation import check_bool, check_fork_safe, check_int, check_memory
+from bandit_gym.validation import check_fork_safe, check_int, check_memory
 
 #: The paper's horizon on the real datasets (capped by the number of rows).
 PAPER_HORIZON = 10_000
@@ -26,15 +28,29 @@ PAPER_HORIZON = 10_000
 class DatasetBanditSimulator(BanditSimulator):
     """``R`` replicas of a classification bandit over one shared, preprocessed dataset.
 
+    One simulator for every dataset env: the data come from exactly one of ``dataset`` (a named
+    preset), ``data_id`` (any OpenML dataset) or ``X, y`` (your own data); see
+    :func:`bandit_gym.datasets.sources.open_source`. Everything after loading is the same for all.
+
     Args:
-        dataset: ``shuttle``, ``magictelescope``, ``mushroom``, ``covertype`` or ``cifar10``.
+        dataset: ``shuttle``, ``magictelescope``, ``mushroom``, ``covertype`` or ``cifar10``
+            (:func:`bandit_gym.datasets.load_dataset`, which checks the published figures).
+        data_id: An OpenML dataset id, read from the same offline cache (:func:`bandit_gym.datasets.load_openml`).
+        X, y: Your features and labels: numpy arrays, a pandas DataFrame with a Series or the name of
+            its label column as ``y``, or an sklearn ``Bunch`` as ``X`` alone
+            (:func:`bandit_gym.datasets.prepare_dataset`). The prepared arrays travel in a pickle.
+        target: The class attribute of an OpenML dataset (default: its description's).
+        feature_names: Names of the columns of an array ``X``.
         horizon: Rounds per episode ``T``; default ``min(10_000, rows)``. Rows are drawn without
             replacement, so it may not exceed the number of rows (after ``max_rows``).
         max_rows: Use only a fixed random subset of this many rows (the same subset for every run,
             drawn from ``subset_seed``); default: every row.
         subset_seed: Seed of that subset (integer >= 0).
-        encoding, scaling, cache_dir, download, verify_checksums: see
-            :func:`bandit_gym.datasets.load_dataset`.
+        encoding, scaling: See :func:`bandit_gym.datasets.tabular.preprocess`.
+        missing: Missing feature values: ``"error"``, ``"impute"`` or ``"drop"``; default (None)
+            ``"error"`` for ``X, y`` and ``"impute"`` for the named and OpenML datasets.
+        cache_dir, download, verify_checksums: Where the named and OpenML datasets are read from,
+            whether to download a missing one, whether to check the files (see :func:`load_dataset`).
     """
 
     derived = (*BanditSimulator.derived, "rows", "_labels_now")
@@ -44,31 +60,37 @@ class DatasetBanditSimulator(BanditSimulator):
         num_replicas: int,
         device: torch.device | str = "cpu",
         *,
-        dataset: str,
+        dataset: str | None = None,
+        data_id: int | None = None,
+        X: Any = None,  # scikit-learn's name for the feature matrix
+        y: Any = None,
+        target: str | None = None,
+        feature_names: Sequence[str] | None = None,
         horizon: int | None = None,
         max_rows: int | None = None,
         subset_seed: int = 0,
         encoding: str = "ordinal",
         scaling: str = "l2",
+        missing: str | None = None,
         cache_dir: str | os.PathLike | None = None,
         download: bool = False,
         verify_checksums: bool = True,
     ) -> None:
         super().__init__(num_replicas, device)
-        check_bool("download", download)
-        check_bool("verify_checksums", verify_checksums)
-        self.spec = get_spec(dataset)
-        #: What loads the data again when a pickled env is loaded (pickles hold no data).
-        self.load_arguments = {"name": self.spec.name, "cache_dir": cache_dir, "encoding": encoding,
-                               "scaling": scaling, "download": download, "verify_checksums": verify_checksums}
-        self._load()
+        #: The data and how a loaded pickle gets them again (a user's X, y travel in the pickle).
+        self.source = open_source(
+            dataset=dataset, data_id=data_id, X=X, y=y, target=target, feature_names=feature_names,
+            encoding=encoding, scaling=scaling, missing=missing, cache_dir=cache_dir, download=download,
+            verify_checksums=verify_checksums)
+        self._attach_data()
+        title = self.source.title
         n_rows = self.data.n_rows
         check_int("subset_seed", subset_seed, minimum=0)
         self.pool: torch.Tensor | None = None  # (M,) row indices, or None for all rows
         if max_rows is not None:
             max_rows = check_int("max_rows", max_rows)
             if max_rows > n_rows:
-                raise ValueError(f"max_rows must be at most the {n_rows} rows of {self.spec.title}, got {max_rows}")
+                raise ValueError(f"max_rows must be at most the {n_rows} rows of {title}, got {max_rows}")
             subset = rng.permutation(rng.seed_to_key(subset_seed), Stream.INSTANCE, n_rows)[0, :max_rows]  # (M,)
             self.pool = subset.sort().values.to(self.device)
         self.n_pool = n_rows if self.pool is None else len(self.pool)
@@ -77,7 +99,7 @@ class DatasetBanditSimulator(BanditSimulator):
         self.horizon = check_int("horizon", horizon)
         if self.horizon > self.n_pool:
             raise ValueError(
-                f"horizon must be at most the number of rows, {self.n_pool} ({self.spec.title}"
+                f"horizon must be at most the number of rows, {self.n_pool} ({title}"
                 f"{'' if max_rows is None else f' with max_rows={max_rows}'}), because every run visits rows "
                 f"without replacement; got {horizon}"
             )
@@ -87,12 +109,12 @@ class DatasetBanditSimulator(BanditSimulator):
         self.block_rounds = max(1, 8192 // (self.n_arms * self.dim))  # rounds built per call (any number will do)
         self.feature_low, self.feature_high = self.data.feature_low, self.data.feature_high
         check_memory(self.num_replicas * self.block_rounds * self.n_arms * self.dim * 4 * 2,
-                     f"{self.num_replicas} replica(s) of {self.spec.title} ({self.n_arms} arms x dim {self.dim})")
+                     f"{self.num_replicas} replica(s) of {title} ({self.n_arms} arms x dim {self.dim})")
         self.rows: torch.Tensor | None = None  # (R, T) row indices of this episode, in visiting order
         self._labels_now: torch.Tensor | None = None  # (R,) true classes of the current round
 
-    def _load(self) -> None:
-        self.data = load_dataset(**self.load_arguments)
+    def _attach_data(self) -> None:
+        self.data = self.source.data
         self.features, self.labels = self.data.on(self.device)  # (N, d), (N,): shared, never copied
 
     def __getstate__(self) -> dict:
@@ -100,12 +122,12 @@ class DatasetBanditSimulator(BanditSimulator):
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._load()  # the data first, then the episode
+        self._attach_data()  # the data first (the source has loaded them again), then the episode
         super().__setstate__({})
 
     def _new_episode(self) -> None:
         if self.device.type == "cpu":  # a row order is a multi-threaded sort of a whole dataset's rows
-            check_fork_safe(f"{self.spec.title}'s bandit")
+            check_fork_safe(f"{self.source.title}'s bandit")
         order = rng.permutation(self.keys, Stream.CONTEXT, self.n_pool)[:, : self.horizon]  # (R, T)
         self.rows = order if self.pool is None else self.pool[order]
 
@@ -132,9 +154,11 @@ class DatasetBanditEnv(BanditEnv):
 
     ## Description
     Each round shows one example of a labelled dataset, as ``n_classes`` arms in
-    one-hot-block form; the agent guesses the class. Registered as ``Shuttle-v0``,
-    ``MagicTelescope-v0``, ``Mushroom-v0``, ``Covertype-v0`` and ``CIFAR10-v0``.
-    The data are read from a local cache and never downloaded unless
+    one-hot-block form; the agent guesses the class. One env class for every source of data:
+    ``ClassificationBandit-v0`` (your ``X, y``), ``OpenMLBandit-v0`` (``data_id=N``, any
+    OpenML classification dataset) and the presets ``Shuttle-v0``, ``MagicTelescope-v0``,
+    ``Mushroom-v0``, ``Covertype-v0`` and ``CIFAR10-v0`` (``dataset=NAME``, checked against the
+    published figures). Cached data are read from a local cache and never downloaded unless
     ``download=True``; see ``bandit-gym download``.
 
     ## Observation Space
@@ -145,7 +169,8 @@ class DatasetBanditEnv(BanditEnv):
 
     ## Action Space
     ``Discrete(n_classes)``: arm ``j`` is class ``class_names[j]`` (the order of
-    the class values declared in the data file; CIFAR10: torchvision's order).
+    the class values declared in the data file; CIFAR10: torchvision's order; your
+    ``y``: sorted, or a ``category``'s declared order).
 
     ## Rewards
     1 for the arm of the true class, 0 otherwise.
@@ -155,8 +180,9 @@ class DatasetBanditEnv(BanditEnv):
     ``optimal_action``: its class; ``step`` adds ``regret = 1 - reward``.
 
     ## Arguments
-    See :class:`DatasetBanditSimulator`: ``dataset``, ``horizon`` (``min(10_000, rows)``),
-    ``max_rows``, ``subset_seed``, ``encoding`` (``"ordinal"``), ``scaling`` (``"l2"``),
+    See :class:`DatasetBanditSimulator`: one of ``dataset``, ``data_id`` (with ``target``) or
+    ``X, y`` (with ``feature_names``); ``horizon`` (``min(10_000, rows)``), ``max_rows``,
+    ``subset_seed``, ``encoding`` (``"ordinal"``), ``scaling`` (``"l2"``), ``missing``,
     ``cache_dir``, ``download`` (False), ``verify_checksums`` (True).
 
     ## Version History

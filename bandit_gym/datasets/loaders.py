@@ -64,6 +64,7 @@ def load_dataset(
     cache_dir: str | os.PathLike | None = None,
     encoding: str = "ordinal",
     scaling: str = "l2",
+    missing: str = "impute",
     download: bool = False,
     verify_checksums: bool = True,
 ) -> LoadedDataset:
@@ -76,6 +77,9 @@ def load_dataset(
             declared value (``"onehot"``). No effect on CIFAR10.
         scaling: ``"l2"`` (each row to unit norm, the paper's code), ``"standardize"`` (each column
             to mean 0, std 1) or ``"none"``.
+        missing: Missing feature values (Mushroom's ``stalk-root``): ``"impute"`` (default; see
+            :func:`bandit_gym.datasets.tabular.preprocess`), ``"drop"`` their rows, or ``"error"``.
+            The published figures are checked on the file before this step.
         download: Download the data into ``cache_dir`` first if missing (needs the internet).
         verify_checksums: Check that the files are the published dataset: md5 sums (CIFAR10: torchvision's;
             OpenML: ``description.xml``'s, where it has one), and the row count, columns and class counts
@@ -87,12 +91,12 @@ def load_dataset(
         DatasetFileError: A file is damaged; :class:`DatasetIntegrityError`: it is not the published dataset.
     """
     spec = get_spec(name)
-    check_options(encoding, scaling)
+    check_options(encoding, scaling, missing)
     check_bool("download", download)
     check_bool("verify_checksums", verify_checksums)
     _require_packages(spec)
     root = resolve_cache_dir(spec.name, cache_dir).resolve()
-    key = (spec.name, str(root), encoding, scaling, verify_checksums)
+    key = (spec.name, str(root), encoding, scaling, missing, verify_checksums)
     with _LOCK:
         if key not in _CACHE:
             if download and not is_cached(spec.name, root):
@@ -115,7 +119,7 @@ def load_dataset(
                     check_published(
                         spec, table.path, table.feature_names, table.target, table.labels, table.class_names
                     )
-                data = _preprocess_openml(table, spec.name, encoding, scaling, "impute")  # Mushroom has '?'
+                data = _preprocess_openml(table, spec.name, encoding, scaling, missing)  # Mushroom has '?'
             if len(data.class_names) != spec.n_classes:
                 raise DatasetFileError(
                     f"{data.source}: {spec.title} should have {spec.n_classes} classes, found {list(data.class_names)}"

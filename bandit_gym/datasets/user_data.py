@@ -6,7 +6,7 @@
     from bandit_gym.datasets import prepare_dataset
 
     data = prepare_dataset(load_iris())                       # a Bunch: its data, target and names
-    data = prepare_dataset(frame.drop(columns="label"), frame["label"], encoding="onehot", missing="impute")
+    data = prepare_dataset(frame, "label", encoding="onehot", missing="impute")  # y: the label column
 
 The result is the :class:`~bandit_gym.datasets.LoadedDataset` that the named
 datasets produce, through the same :func:`~bandit_gym.datasets.tabular.preprocess`.
@@ -44,7 +44,8 @@ def prepare_dataset(
         X: A 2-D array-like (numpy, torch on CPU, nested lists), a pandas DataFrame, or an sklearn
             ``Bunch`` holding ``data`` and ``target`` (then ``y`` must be None).
         y: Class labels, one per row of ``X``: integers, strings or booleans (a 1-D array-like or a
-            pandas Series).
+            pandas Series), or, when ``X`` is a DataFrame, the name of its column that holds them (that
+            column is then not a feature).
         name: A name for the dataset.
         feature_names: Names of the columns of an array ``X`` (default: a ``Bunch``'s
             ``feature_names``, else ``x0``, ``x1``, ...). A DataFrame names its own columns.
@@ -71,6 +72,8 @@ def prepare_dataset(
             feature_names = bunch.get("feature_names")
     elif y is None:
         raise ValueError("y (the class labels) is required unless X is an sklearn Bunch")
+    elif isinstance(y, str):
+        X, y = _split_label_column(X, y)
     feature_names, columns, categories = _features(X, feature_names)
     labels, class_names = _labels(y, target_names)
     n_rows = len(columns[0])
@@ -78,6 +81,19 @@ def prepare_dataset(
         raise ValueError(f"X and y must have the same number of rows, got X with {n_rows} and y with {len(labels)}")
     table = Table(feature_names, columns, categories, labels, class_names)
     return preprocess(table, name=name, encoding=encoding, scaling=scaling, missing=missing)
+
+
+def _split_label_column(frame: Any, column: str) -> tuple[Any, Any]:
+    """``(frame without column, frame[column])``: ``y`` given as the name of a DataFrame's label column."""
+    if not _is_pandas(frame, "DataFrame"):
+        raise ValueError(f"y may be a column name ({column!r}) only when X is a pandas DataFrame, got X of type "
+                         f"{type(frame).__name__}; pass the labels themselves")
+    names = [str(c) for c in frame.columns]
+    if names.count(column) != 1:
+        what = "several columns" if names.count(column) else "no column"
+        raise ValueError(f"y={column!r} names {what} of X; X's columns: {names}")
+    position = names.index(column)
+    return frame.drop(columns=frame.columns[position]), frame.iloc[:, position]
 
 
 def _is_bunch(x: Any) -> bool:

@@ -1,24 +1,23 @@
-"""``make_env`` for every registered id: dataset envs read a writable copy of the shared real-data cache.
+"""``make_env`` for every registered id: dataset envs get their data keywords here.
 
-The real OpenML cache (Shuttle, MagicTelescope, Mushroom) is found as in ``tests/datasets/conftest.py``:
-``$BANDIT_GYM_TEST_OPENML_CACHE``, else ``../shared/datasets/openml_cache`` beside the clone. A dataset
-env whose data is not there (Covertype, CIFAR10) or whose extra is not installed is skipped, naming why.
+The named presets and ``OpenMLBandit-v0`` (MagicTelescope by id) read the session's writable copy
+of the shared real OpenML cache (``real_openml_cache`` in ``tests/conftest.py``); a preset whose
+data is not there (Covertype, CIFAR10) or whose extra is not installed is skipped, naming why.
+``ClassificationBandit-v0`` plays a made-up DataFrame (``tests/integration/bandit_ids.py``).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from bandit_ids import data_kwargs
 
 import bandit_gym  # noqa: F401  (registers the envs)
 
 SHARED_CACHE_ENV_VAR = "BANDIT_GYM_TEST_OPENML_CACHE"
-REPO = Path(__file__).resolve().parents[2]
 #: Small sizes that keep every test fast; dataset envs take a short horizon only.
 SMALL_SYNTHETIC = {"n_arms": 6, "dim": 4, "horizon": 40}
 
@@ -28,29 +27,29 @@ def is_dataset_env(env_id: str) -> bool:
 
 
 @pytest.fixture(scope="session")
-def data_cache(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
-    source = Path(os.environ.get(SHARED_CACHE_ENV_VAR, REPO.parent / "shared" / "datasets" / "openml_cache"))
-    if not (source / "org" / "openml" / "www" / "datasets").is_dir():
+def data_cache(request: pytest.FixtureRequest) -> Path | None:
+    """The shared real cache's session copy, or None where there is none (its tests then skip)."""
+    try:
+        return request.getfixturevalue("real_openml_cache")
+    except pytest.skip.Exception:
         return None
-    target = tmp_path_factory.mktemp("openml_shared") / "openml_cache"
-    shutil.copytree(source, target)
-    for path in [target, *target.rglob("*")]:
-        path.chmod(path.stat().st_mode | 0o200)
-    return target
 
 
 def _dataset_kwargs(env_id: str, data_cache: Path | None, small: bool) -> dict:
-    if data_cache is None:
+    kwargs = data_kwargs(env_id, data_cache)
+    if kwargs is None:
         pytest.skip(f"{env_id}: no shared OpenML cache (set {SHARED_CACHE_ENV_VAR})")
     try:
         from bandit_gym.datasets import DatasetNotFoundError, load_dataset
     except ImportError as exc:  # the datasets extra is missing
         pytest.skip(f"{env_id}: {exc}")
-    try:
-        load_dataset(gym.spec(env_id).kwargs["dataset"], cache_dir=data_cache)
-    except (DatasetNotFoundError, ModuleNotFoundError) as exc:
-        pytest.skip(f"{env_id}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
-    return {"cache_dir": data_cache, **({"horizon": 40} if small else {})}
+    preset = gym.spec(env_id).kwargs["dataset"]
+    if preset is not None:
+        try:
+            load_dataset(preset, cache_dir=data_cache)
+        except (DatasetNotFoundError, ModuleNotFoundError) as exc:
+            pytest.skip(f"{env_id}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+    return {**kwargs, **({"horizon": 40} if small else {})}
 
 
 @pytest.fixture
@@ -67,4 +66,3 @@ def make_env(data_cache) -> Callable[..., gym.Env]:
         return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs)
 
     return make
-

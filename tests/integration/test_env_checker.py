@@ -5,7 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-from bandit_ids import DATASET_IDS, SYNTHETIC_IDS
+from bandit_ids import DATASET_IDS, SYNTHETIC_IDS, data_kwargs
 
 import bandit_gym  # noqa: F401  (registers the envs)
 from bandit_gym.env_checker import BanditEnvCheckError, check_bandit_env
@@ -20,10 +20,14 @@ def test_every_synthetic_env_passes_check_bandit_env(env_id: str) -> None:
 @pytest.mark.parametrize("env_id", DATASET_IDS)
 def test_every_dataset_env_with_data_passes_check_bandit_env(env_id: str, openml_cache) -> None:
     try:
-        env = gym.make(env_id, cache_dir=str(openml_cache))
+        env = gym.make(env_id, **data_kwargs(env_id, openml_cache))
     except (FileNotFoundError, ModuleNotFoundError) as exc:  # its data (or its extra) is not here
         pytest.skip(f"{env_id} cannot be made here: {exc}")
-    check_bandit_env(env)
+    check_bandit_env(env)  # and its native batched env, replica by replica
+
+
+def test_a_bandit_from_user_data_passes_check_bandit_env_without_any_cache() -> None:
+    check_bandit_env(gym.make("ClassificationBandit-v0", **data_kwargs("ClassificationBandit-v0", None)))
 
 
 class ToyBandit(gym.Env):
