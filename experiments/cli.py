@@ -110,7 +110,10 @@ def _run_envs(args: argparse.Namespace) -> int:
     print(f"{'id':<22}{'arms':>6}{'dim':>6}{'horizon':>9}")
     for env_id in catalog.env_ids():
         info = catalog.describe_env(env_id)
-        if info.dataset is not None:
+        if info.needs is not None:
+            print(f"{env_id:<22}  needs {info.needs} in gym.make; shapes come from the data; horizon: rows, "
+                  "at most 10000")
+        elif info.dataset is not None:
             print(f"{env_id:<22}  shapes come from the data (fill the cache: bandit-gym download {info.dataset}); "
                   "horizon: rows, at most 10000")
         else:

@@ -12,10 +12,12 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from bandit_ids import USER_DATA_IDS
 from gymnasium.utils.env_checker import check_env
 
 import bandit_gym
@@ -122,7 +124,10 @@ def test_spec_declares_the_horizon_as_max_episode_steps(make_env, env_id):
     if env_id in SYNTHETIC_IDS:
         assert spec.max_episode_steps == spec.kwargs["horizon"]
     env = make_env(env_id, small=False)
-    assert env.unwrapped.horizon == spec.max_episode_steps == env.spec.max_episode_steps
+    if env_id in USER_DATA_IDS:  # the horizon is the user's data's: min(10_000, rows)
+        assert env.unwrapped.horizon <= spec.max_episode_steps == env.spec.max_episode_steps
+    else:
+        assert env.unwrapped.horizon == spec.max_episode_steps == env.spec.max_episode_steps
     # Wrappers that need the episode length accept the env.
     wrapped = gym.wrappers.TimeAwareObservation(make_env(env_id))
     obs, _ = wrapped.reset(seed=0)
@@ -157,9 +162,10 @@ def test_async_vector_env_after_the_parent_used_torch_threads_works_or_says_what
             continue
     code = textwrap.dedent(f"""
         import gymnasium as gym, numpy as np, torch, bandit_gym
+        from bandit_ids import data_kwargs                        # each id's data keywords, as in conftest.py
         torch.randn(2**20).exp()                                  # torch's intra-op threads now exist
         for env_id in {runnable!r}:
-            kwargs = {{"cache_dir": {str(data_cache)!r}}} if "dataset" in gym.spec(env_id).kwargs else {{}}
+            kwargs = data_kwargs(env_id, {str(data_cache) if data_cache else None!r})
             gym.make(env_id, **kwargs).reset(seed=0)
             venv = gym.make_vec(env_id, num_envs=2, vectorization_mode="async", **kwargs)
             try:
@@ -171,7 +177,9 @@ def test_async_vector_env_after_the_parent_used_torch_threads_works_or_says_what
                 print(env_id, "spawn" if "'spawn'" in str(exc) else repr(exc))
             venv.close()
     """)
-    environment = {**os.environ, "BANDIT_GYM_KERNELS": kernels}
+    helpers = str(Path(__file__).resolve().parents[1] / "integration")  # bandit_ids.py
+    environment = {**os.environ, "BANDIT_GYM_KERNELS": kernels,
+                   "PYTHONPATH": os.pathsep.join(filter(None, [helpers, os.environ.get("PYTHONPATH")]))}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=environment)
     assert out.returncode == 0, out.stderr
     expected = [f"{env_id} {'ok' if env_id in SYNTHETIC_IDS else 'spawn'}" for env_id in runnable]
