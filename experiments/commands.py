@@ -1,7 +1,7 @@
 """The experiment verbs of the ``bandit-gym`` command line: ``run``, ``table`` and ``plot``.
 
-    bandit-gym run CONFIG [--out DIR] [--seeds N] [--horizon T] [--device D] [--backend local|ray]
-                          [--address ADDR] [--jobs N] [--quiet]
+    bandit-gym run CONFIG [--out DIR] [--seeds N] [--horizon T] [--env-kwargs MAPPING] [--device D]
+                          [--backend local|ray] [--address ADDR] [--jobs N] [--threads N] [--quiet]
     bandit-gym table DIR
     bandit-gym plot DIR
 
@@ -39,14 +39,29 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", metavar="DIR", default=None, help="results directory (default results/<name>)")
     parser.add_argument("--seeds", type=_count, default=None, help="seeds per grid point (default: the config's)")
     parser.add_argument("--horizon", type=_count, default=None, help="rounds per run (default: the config's)")
+    parser.add_argument("--env-kwargs", metavar="MAPPING", type=_env_kwargs, default=None,
+                        help="keywords of the env merged over the config's env_kwargs, as a YAML mapping, e.g. "
+                        "'{cache_dir: DIR, verify_checksums: false}' (use another --out for them)")
     parser.add_argument("--device", type=_device, default="cpu", help="cpu (default), cuda or auto")
     parser.add_argument("--backend", choices=("local", "ray"), default="local",
                         help="local: this machine, --jobs processes; ray: one Ray task per cell (needs the ray extra)")
     parser.add_argument("--address", default=None,
                         help="Ray cluster address (default: RAY_ADDRESS, else a local Ray instance for the run)")
     parser.add_argument("--jobs", type=_count, default=1, help="local backend: cells run in this many processes")
+    parser.add_argument("--threads", type=_count, default=None,
+                        help="torch's intra-op threads in this run and its worker processes (default: torch's); "
+                        "1 on a CPU shared with other jobs (docs/agents.md, Threads)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway off a terminal)")
     parser.set_defaults(run=_run_run, parser=parser)
+
+
+def _env_kwargs(text: str) -> dict:
+    from experiments.config import ConfigError, parse_env_kwargs
+
+    try:
+        return parse_env_kwargs(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _run_run(args: argparse.Namespace) -> int:
@@ -66,14 +81,19 @@ def _run_run(args: argparse.Namespace) -> int:
         except ModuleNotFoundError:
             print('(no progress bars: tqdm is not installed; pip install "bandit-gym[experiments]")', file=sys.stderr)
             progress = False
-    config = load_config(args.config, seeds=args.seeds, horizon=args.horizon)
+    if args.threads is not None:  # the user's choice for this process; spawned workers read the variable
+        import torch
+
+        torch.set_num_threads(args.threads)
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    config = load_config(args.config, seeds=args.seeds, horizon=args.horizon, env_kwargs=args.env_kwargs)
     out = args.out if args.out is not None else os.path.join("results", config.name)
     cells = sum(len(spec.points()) for spec in config.agents)
     seeds = f"{config.seeds} seed{'s' if config.seeds > 1 else ''}"
     print(f"{config.name}: {config.env}, {config.horizon} rounds, {seeds}; "
           f"{len(config.agents)} agents, {cells} grid points; results in {out}", flush=True)
-    run_experiment(config, out, device=args.device, backend=args.backend, jobs=args.jobs, address=args.address,
-                   progress=progress, log=lambda line: print(line, flush=True))
+    results = run_experiment(config, out, device=args.device, backend=args.backend, jobs=args.jobs,
+                             address=args.address, progress=progress, log=lambda line: print(line, flush=True))
     _print_table(out)
     try:
         from experiments.plots import plot_experiment
@@ -85,7 +105,7 @@ def _run_run(args: argparse.Namespace) -> int:
             raise
         print('(no plot: matplotlib is not installed; pip install "bandit-gym[experiments]", then bandit-gym plot '
               f"{out})")
-    return 0
+    return 1 if results.read_failures() else 0
 
 
 def _print_table(directory: str) -> None:

@@ -161,13 +161,27 @@ def _mapping(located: _Located, value: Any, path: tuple, what: str) -> dict:
     return value
 
 
+def parse_env_kwargs(text: str) -> dict[str, Any]:
+    """``--env-kwargs`` of the command line: a YAML mapping, e.g. ``'{cache_dir: /data, verify_checksums: false}'``.
+
+    Raises:
+        ConfigError: ``text`` is not a YAML mapping of names to values.
+    """
+    data, _ = _parse(text, "--env-kwargs")
+    if not isinstance(data, dict):
+        raise ConfigError(f"--env-kwargs must be a YAML mapping such as '{{cache_dir: DIR}}', got {text!r}")
+    return data
+
+
 def load_config(path: str | Path, *, seeds: int | None = None, horizon: int | None = None,
-                check_agents: bool = True) -> ExperimentConfig:
-    """Read and check an experiment config; ``seeds``/``horizon`` override the file's.
+                env_kwargs: dict[str, Any] | None = None, check_agents: bool = True) -> ExperimentConfig:
+    """Read and check an experiment config; ``seeds``/``horizon`` override the file's, ``env_kwargs`` is
+    merged over the file's (a key given in both takes the command line's value).
 
     Args:
         path: The YAML file.
         seeds, horizon: Command-line overrides (integers >= 1) or None.
+        env_kwargs: Command-line keywords of the env (e.g. ``cache_dir`` of a dataset env) or None.
         check_agents: Build every agent on its batched env to check the values (no round is
             played). Off only where the caller checks them itself.
 
@@ -196,7 +210,8 @@ def load_config(path: str | Path, *, seeds: int | None = None, horizon: int | No
         env_id = catalog.check_env_id(data["env"])
     except ValueError as exc:
         raise located.error(("env",), str(exc)) from None
-    env_kwargs = _mapping(located, data.get("env_kwargs"), ("env_kwargs",), "keywords of gym.make_vec")
+    env_kwargs = {**_mapping(located, data.get("env_kwargs"), ("env_kwargs",), "keywords of gym.make_vec"),
+                  **(env_kwargs or {})}
     for key in ("horizon", "num_envs", "vectorization_mode"):
         if key in env_kwargs:
             raise located.error(("env_kwargs", key), f"{key!r} is set by the runner"

@@ -39,13 +39,19 @@ def _save(fig, stem: Path) -> list[Path]:
     return paths
 
 
-def plot_regret(cells: list[Cell], record: dict, stem: Path) -> list[Path]:
-    """Cumulative regret vs round of every agent's chosen point (mean +- s.e.); PNG and PDF."""
+def plot_regret(cells: list[Cell], record: dict, stem: Path, failures: list[dict] = ()) -> list[Path]:
+    """Cumulative regret vs round of every agent's chosen point (mean +- s.e.); PNG and PDF.
+
+    The legend says how many of an agent's grid points diverged; an agent with no curve (every point
+    diverged, or a failed cell) is named in the legend without a line.
+    """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for cell in cells:
         chosen = cell.record["chosen"]
+        diverged = sum(cell.record["diverged"])
         if chosen is None:
+            ax.plot([], [], " ", label=f"{cell.label}: diverged (no curve)")
             continue
         cumulative = np.cumsum(cell.point_regret(chosen), axis=0)  # (T, S)
         drawn = np.unique(np.linspace(0, len(cumulative) - 1, min(len(cumulative), MAX_POINTS)).astype(int))
@@ -53,10 +59,13 @@ def plot_regret(cells: list[Cell], record: dict, stem: Path) -> list[Path]:
         seeds = cumulative.shape[1]
         mean = cumulative.mean(axis=1)
         rounds = drawn + 1
-        (line,) = ax.plot(rounds, mean, label=cell.label, linewidth=1.6)
+        note = f" ({diverged} of {len(cell.record['diverged'])} points diverged)" if diverged else ""
+        (line,) = ax.plot(rounds, mean, label=cell.label + note, linewidth=1.6)
         if seeds > 1:
             se = cumulative.std(axis=1, ddof=1) / math.sqrt(seeds)
             ax.fill_between(rounds, mean - se, mean + se, color=line.get_color(), alpha=0.2, linewidth=0)
+    for failure in failures:
+        ax.plot([], [], " ", label=f"{failure['label']}: failed (no curve)")
     seeds = record["config"]["seeds"]
     ax.set_xlabel("round t")
     ax.set_ylabel("cumulative regret")
@@ -120,7 +129,7 @@ def plot_experiment(path: str | Path) -> list[Path]:
     cells = results.read_cells()
     if not cells:
         raise FileNotFoundError(f"{results.path} has no finished cells yet; run `bandit-gym run CONFIG --out DIR`")
-    written = plot_regret(cells, record, results.path / "regret")
+    written = plot_regret(cells, record, results.path / "regret", results.read_failures())
     for cell in cells:
         if cell.record["grid_points"][0] and cell.record["chosen"] is not None:  # a grid, not all diverged
             written += plot_grid(cell, record, results.path / f"grid_{cell.label}")

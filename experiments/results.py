@@ -7,7 +7,11 @@ Layout::
     DIR/cells/<label>.npz         regret: (T, P*S) per-round regret of every replica (grid point p, seed s
                                   is replica p*S + s; NaN rows of a diverged point)
     DIR/cells/<label>.json        the cell's config, seeds, grid points with every hyperparameter, the chosen
-                                  point, per-point final regret, wall time, device, package versions
+                                  point, per-point final regret (and the error of each diverged point), wall
+                                  time and its parts (arm selection, updates), device, package versions
+    DIR/failed/<label>.json       a cell that could not be played: its error message and traceback (not a
+                                  finished cell: the next run plays it again, and removes this file when
+                                  it finishes)
 
 Each file is written to a temporary file in the same folder and renamed over its name
 (``os.replace``, atomic on POSIX). The JSON file is written last: a cell is finished when its
@@ -118,8 +122,9 @@ class ResultsDir:
             ResultsMismatchError: The directory's results come from another config (names what differs).
         """
         wanted = json.loads(json.dumps(config.to_dict()))  # as it reads back from JSON
-        for stale in self.cells_dir.glob(".*.tmp") if self.cells_dir.is_dir() else ():
-            stale.unlink()  # a temporary file of a run that was killed while writing
+        for folder in (self.cells_dir, self.path / "failed"):
+            for stale in folder.glob(".*.tmp") if folder.is_dir() else ():
+                stale.unlink()  # a temporary file of a run that was killed while writing
         stored = self.stored_config()
         if stored is None:
             if self.cells_dir.is_dir() and any(self.cells_dir.glob("*.json")):
@@ -175,6 +180,21 @@ class ResultsDir:
         write_atomic(npz, data)
         record = {**record, "format": FORMAT_VERSION, "regret_file": npz.name, "regret_sha256": _sha256(data)}
         write_atomic(record_file, json.dumps(record, indent=2, allow_nan=False).encode())
+        self.failed_path(record["label"]).unlink(missing_ok=True)  # an earlier failure of this cell
+
+    def failed_path(self, label: str) -> Path:
+        return self.path / "failed" / f"{label}.json"
+
+    def write_failed(self, record: dict[str, Any]) -> None:
+        """Record a cell that failed (``record["failed"]`` is the message); it stays unfinished."""
+        record = {**record, "format": FORMAT_VERSION}
+        write_atomic(self.failed_path(record["label"]), json.dumps(record, indent=2, allow_nan=False).encode())
+
+    def read_failures(self) -> list[dict[str, Any]]:
+        """The records of the stored config's cells that failed in their last run (in the config's order)."""
+        config = self.load_config_record()["config"]
+        files = (self.failed_path(agent["label"]) for agent in config["agents"])
+        return [json.loads(file.read_text()) for file in files if file.is_file()]
 
     def read_cells(self) -> list[Cell]:
         """The finished cells in the order of the stored config's agents (missing ones left out)."""

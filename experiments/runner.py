@@ -6,9 +6,17 @@ with per-replica hyperparameters: replica ``p S + s`` runs grid point ``p`` with
 instances. The chosen point of a cell is the one with the lowest mean final cumulative regret over
 its seeds (as the paper tuned: chosen and reported on the same seeds); every point's regret is kept.
 
+The runner plays the rounds itself with the agents' public verbs (``predict``, ``env.step``,
+``update``: the numbers of ``agent.learn``) so that it can time them apart: ``select_time_s`` is the
+time spent choosing arms (``predict``), ``update_time_s`` the time spent learning from the rounds
+(``update``: the model fit, the Langevin chain of LMC-TS), the rest of ``wall_time_s`` is the env
+and the bookkeeping (Table 2 of the paper). On CUDA each timed call ends with a synchronisation.
+
 If a batch diverges (one replica's parameters become NaN: a step size too large), the cell runs again
-one grid point at a time; the points that diverge on their own are recorded as diverged (NaN regret)
-and cannot be chosen.
+one grid point at a time; the points that diverge on their own are recorded as diverged (NaN regret,
+the agent's error message in ``errors``) and cannot be chosen. A cell that fails for any other reason
+(an exception from the agent or the env) is recorded as failed, with its message, and the other cells
+go on; a failed cell runs again on the next ``bandit-gym run`` of the same command.
 
 Cells run in sequence, in ``jobs`` processes, or as Ray tasks (:mod:`experiments.ray_backend`); in every
 case the calling process writes the results (:mod:`experiments.results`) as each cell finishes.
@@ -18,12 +26,14 @@ from __future__ import annotations
 
 import sys
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch
 
 from experiments import catalog
 from experiments.config import AgentSpec, ExperimentConfig
@@ -56,85 +66,155 @@ def cell_config(config: ExperimentConfig, spec: AgentSpec) -> dict[str, Any]:
 
 @dataclass
 class CellResult:
-    """What a cell's worker hands back: the record (JSON) and the regret ``(T, P*S)``."""
+    """What a cell's worker hands back: the record (JSON) and the regret ``(T, P*S)``.
+
+    A failed cell (see the module docstring) has ``record["failed"]`` (the message) and no regret.
+    """
 
     record: dict[str, Any]
+    regret: np.ndarray | None
+
+    @property
+    def failed(self) -> bool:
+        return "failed" in self.record
+
+
+@dataclass
+class _Played:
+    """One batch's outcome: regret ``(T, P*S)``, every point's hyperparameters, and the timed parts (s)."""
+
     regret: np.ndarray
+    hyperparameters: list[dict[str, Any]]
+    select_s: float = 0.0
+    update_s: float = 0.0
 
 
 def run_cell(config: ExperimentConfig, label: str, device: str = "cpu", progress: bool = False) -> CellResult:
-    """Play one cell (see the module docstring); returns its record and per-round regret."""
-    from agents import DivergenceError
+    """Play one cell (see the module docstring); returns its record and per-round regret.
 
+    Never raises for a cell that cannot be played: the result is then a failed cell (``record["failed"]``).
+    """
     spec = config.agent(label)
-    points = spec.points()
     started = time.time()
     start = time.perf_counter()
+    base = {"label": label, "agent": spec.agent, "env": config.env, "horizon": config.horizon,
+            "seeds": config.seed_list(), "cell_config": cell_config(config, spec), "grid_points": spec.points(),
+            "device": device,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))}
     try:
-        regret, hyperparameters = _play(config, spec, points, device, progress)
-        diverged = [False] * len(points)
-    except DivergenceError:  # find the points that diverge on their own; keep the others
-        blocks, hyperparameters, diverged = [], [], []
-        for point in points:
-            try:
-                block, point_hyperparameters = _play(config, spec, [point], device, progress)
-                diverged.append(False)
-            except DivergenceError:
-                block = np.full((config.horizon, config.seeds), np.nan)
-                point_hyperparameters = [{**spec.fixed, **point}]
-                diverged.append(True)
-            blocks.append(block)
-            hyperparameters.extend(point_hyperparameters)
-        regret = np.concatenate(blocks, axis=1)
+        played, diverged, errors = _play_containing_divergence(config, spec, device, progress)
+    except Exception as exc:  # noqa: BLE001  (a cell that cannot run must not stop the others)
+        record = {**base, "failed": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(),
+                  "wall_time_s": time.perf_counter() - start, "versions": package_versions()}
+        return CellResult(record, None)
     wall_time = time.perf_counter() - start
-    stats = final_regret_stats(regret, config.seeds)
+    stats = final_regret_stats(played.regret, config.seeds)
     finite = [p for p, s in enumerate(stats) if s["mean"] is not None]
     chosen = min(finite, key=lambda p: stats[p]["mean"]) if finite else None
     record = {
-        "label": label, "agent": spec.agent, "env": config.env, "horizon": config.horizon,
-        "seeds": config.seed_list(), "cell_config": cell_config(config, spec),
-        "grid_points": points, "hyperparameters": hyperparameters, "diverged": diverged,
-        "final_regret": stats, "chosen": chosen, "wall_time_s": wall_time, "device": device,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
-        "versions": package_versions(),
+        **base, "hyperparameters": played.hyperparameters, "diverged": diverged,
+        "errors": errors, "final_regret": stats, "chosen": chosen, "wall_time_s": wall_time,
+        "select_time_s": played.select_s, "update_time_s": played.update_s, "versions": package_versions(),
     }
-    return CellResult(record, regret)
+    return CellResult(record, played.regret)
+
+
+def _play_containing_divergence(config: ExperimentConfig, spec: AgentSpec, device: str, progress: bool
+                                ) -> tuple[_Played, list[bool], list[str | None]]:
+    """All points as one batch; if it diverges, each point alone: the points that diverge get NaN regret."""
+    from agents import DivergenceError
+
+    points = spec.points()
+    try:
+        return _play(config, spec, points, device, progress), [False] * len(points), [None] * len(points)
+    except DivergenceError as exc:
+        if len(points) == 1:
+            regret = np.full((config.horizon, config.seeds), np.nan)
+            return _Played(regret, [{**spec.fixed, **points[0]}]), [True], [str(exc)]
+    # the batch diverged: find the points that diverge on their own (the failed batch's time is in the wall time)
+    blocks, hyperparameters, diverged, errors = [], [], [], []
+    select_s = update_s = 0.0
+    for point in points:
+        try:
+            alone = _play(config, spec, [point], device, progress)
+            blocks.append(alone.regret)
+            hyperparameters.extend(alone.hyperparameters)
+            select_s, update_s = select_s + alone.select_s, update_s + alone.update_s
+            diverged.append(False)
+            errors.append(None)
+        except DivergenceError as exc:
+            blocks.append(np.full((config.horizon, config.seeds), np.nan))
+            hyperparameters.append({**spec.fixed, **point})
+            diverged.append(True)
+            errors.append(str(exc))
+    return _Played(np.concatenate(blocks, axis=1), hyperparameters, select_s, update_s), diverged, errors
 
 
 def _play(config: ExperimentConfig, spec: AgentSpec, points: list[dict[str, Any]], device: str,
-          progress: bool) -> tuple[np.ndarray, list[dict[str, Any]]]:
-    """One batch: ``points`` x seeds. Returns regret ``(T, P*S)`` and every point's hyperparameters."""
+          progress: bool) -> _Played:
+    """One batch: ``points`` x seeds. Returns regret ``(T, P*S)``, every point's hyperparameters and the times."""
     env = make_env(config, len(points) * config.seeds, device)
     try:
         agent = build_agent(spec, config, env, device, points)
-        if progress:
-            _learn_with_bar(agent, env, config.horizon, spec.label)
-        else:
-            agent.learn(env, total_timesteps=config.horizon)
+        played = play_rounds(agent, env, config.horizon, spec.label if progress else None)
     finally:
         env.close()
-    regret = np.asarray(agent.history["regret"], dtype=np.float64)  # (T, P*S)
     reported = agent.hyperparameters()
-    per_point = [{name: (value[p * config.seeds] if isinstance(value, list) else value)
-                  for name, value in reported.items()} for p in range(len(points))]
-    return regret, per_point
+    played.hyperparameters = [{name: (value[p * config.seeds] if isinstance(value, list) else value)
+                               for name, value in reported.items()} for p in range(len(points))]
+    return played
 
 
-def _learn_with_bar(agent, env: gym.vector.VectorEnv, total: int, label: str) -> None:
+def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | None = None) -> _Played:
+    """Play ``total`` rounds of ``agent`` on ``env`` (reset with the agent's seeds), timing arm selection
+    (``predict``) and learning (``update``) apart; the numbers of ``agent.learn(env, total)``.
+
+    ``env``'s horizon must be at least ``total`` (one episode). ``bar_label``: show a progress bar with
+    the running cumulative regret, mean over the replicas (None: no bar).
+    """
+    synchronize = torch.cuda.synchronize if agent.device.type == "cuda" else (lambda: None)
+    clock = time.perf_counter
+    rows: list[Any] = []
+    select_s = update_s = 0.0
+    bar = _round_bar(total, bar_label)
+    cumulative = 0.0  # for the bar only
+    obs, _ = env.reset(seed=list(agent.seeds))
+    try:
+        for played in range(1, total + 1):
+            start = clock()
+            actions, _ = agent.predict(obs)  # (R,)
+            synchronize()
+            chosen = clock()
+            next_obs, reward, _, _, info = env.step(actions)
+            stepped = clock()
+            agent.update(obs, actions, reward)
+            synchronize()
+            select_s += chosen - start
+            update_s += clock() - stepped
+            rows.append(info["regret"])
+            obs = next_obs
+            if bar is not None:
+                cumulative += float(np.mean(_as_numpy(info["regret"])))
+                bar.update(1)
+                if played % 100 == 0 or played == total:
+                    bar.set_postfix_str(f"regret {cumulative:.1f}", refresh=played == total)
+    finally:
+        if bar is not None:
+            bar.close()
+    regret = _as_numpy(torch.stack(rows) if isinstance(rows[0], torch.Tensor) else np.stack(rows))  # (T, R)
+    return _Played(regret.astype(np.float64).reshape(total, -1), [], select_s, update_s)
+
+
+def _as_numpy(values) -> np.ndarray:
+    return values.cpu().numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
+
+
+def _round_bar(total: int, label: str | None):
+    if label is None:
+        return None
     from tqdm.auto import tqdm
 
-    from experiments.demo import RegretMeter
-
-    meter = RegretMeter(env)
-    with tqdm(total=total, desc=f"  {label}", unit="round", leave=False, file=sys.stderr, mininterval=0.5) as bar:
-
-        def advance(_agent, played: int) -> bool:
-            bar.update(1)
-            if played % 100 == 0 or played == total:
-                bar.set_postfix_str(f"regret {meter.cumulative_regret:.1f}", refresh=played == total)
-            return True
-
-        agent.learn(meter, total_timesteps=total, callback=advance)
+    return tqdm(total=total, desc=f"  {label}", unit="round", leave=False, file=sys.stderr, mininterval=0.5)
 
 
 # -- the sweep --------------------------------------------------------------------------------------
@@ -165,7 +245,10 @@ def run_experiment(config: ExperimentConfig, out: str, *, device: str = "cpu", b
     bar = _sweep_bar(len(config.agents), done, progress)
     try:
         for result in finished:
-            results.write_cell(result.record, result.regret)
+            if result.failed:
+                results.write_failed(result.record)
+            else:
+                results.write_cell(result.record, result.regret)
             bar.update(1)
             log(_cell_line(result.record))
     finally:
@@ -201,6 +284,9 @@ def _sweep_bar(total: int, done: int, progress: bool):
 
 
 def _cell_line(record: dict[str, Any]) -> str:
+    if "failed" in record:
+        return (f"  {record['label']}: FAILED after {record['wall_time_s']:.1f} s: {record['failed']} (the other "
+                "cells go on; the same command runs it again)")
     chosen = record["chosen"]
     if chosen is None:
         return f"  {record['label']}: every grid point diverged ({record['wall_time_s']:.1f} s)"

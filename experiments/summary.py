@@ -5,6 +5,10 @@
 Final cumulative regret is the sum of the per-round regret over the horizon; mean +- standard
 error (``std(ddof=1) / sqrt(S)``) over the ``S`` seeds of the chosen point (the grid point with
 the lowest mean). With one seed there is no standard error: the column is left empty.
+
+Times are the cell's (all its grid points x seeds as one batch): the wall time, and of it the time spent
+choosing arms (``select``, the agents' ``predict``) and learning (``update``); the rest is the env. A
+grid point that diverged, and a cell that failed, are named under the table with the error.
 """
 
 from __future__ import annotations
@@ -30,10 +34,13 @@ class Row:
     grid_points: int
     diverged_points: int
     wall_time_s: float
+    select_time_s: float | None = None  # None: a record written before the times were split
+    update_time_s: float | None = None
+    failed: str | None = None  # the error of a cell that could not be played
 
 
-def rows(cells: list[Cell]) -> list[Row]:
-    """One row per finished cell, in the config's order."""
+def rows(cells: list[Cell], failures: list[dict] = ()) -> list[Row]:
+    """One row per finished cell, in the config's order, then one per failed cell."""
     table = []
     for cell in cells:
         record = cell.record
@@ -44,11 +51,36 @@ def rows(cells: list[Cell]) -> list[Row]:
             label=record["label"], agent=record["agent"], mean=stats["mean"], se=stats["se"],
             seeds=len(record["seeds"]), chosen=", ".join(f"{k}={v}" for k, v in point.items()),
             grid_points=len(record["grid_points"]), diverged_points=sum(record["diverged"]),
-            wall_time_s=record["wall_time_s"]))
+            wall_time_s=record["wall_time_s"], select_time_s=record.get("select_time_s"),
+            update_time_s=record.get("update_time_s")))
+    for record in failures:
+        table.append(Row(label=record["label"], agent=record["agent"], mean=None, se=None, seeds=len(record["seeds"]),
+                         chosen="", grid_points=len(record["grid_points"]), diverged_points=0,
+                         wall_time_s=record["wall_time_s"], failed=record["failed"]))
     return table
 
 
+def notes(cells: list[Cell], failures: list[dict] = ()) -> list[str]:
+    """One line per grid point that diverged and per failed cell, with the agent's error message."""
+    lines = []
+    for cell in cells:
+        errors = cell.record.get("errors") or [None] * len(cell.record["diverged"])
+        for point, diverged, error in zip(cell.record["grid_points"], cell.record["diverged"], errors, strict=True):
+            if diverged:
+                where = ", ".join(f"{k}={v}" for k, v in point.items()) or "its only point"
+                lines.append(f"{cell.label}: {where} diverged: {error or 'NaN or Inf parameters'}")
+    for record in failures:
+        lines.append(f"{record['label']}: FAILED ({record['failed']}); run the same command again to retry it")
+    return lines
+
+
+def _time(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.1f}"
+
+
 def _regret_text(row: Row) -> str:
+    if row.failed is not None:
+        return "FAILED"
     if row.mean is None:
         return "diverged"
     return f"{row.mean:.1f} +- {row.se:.1f}" if row.se is not None else f"{row.mean:.1f}"
@@ -60,16 +92,21 @@ def title(record: dict) -> str:
     return f"{config['env']}, {config['horizon']:,} rounds, {config['seeds']} seed{'s' if config['seeds'] > 1 else ''}"
 
 
-def markdown(table: list[Row], heading: str) -> str:
-    """The table in Markdown (GitHub pipes), with a line that says what the numbers are."""
+def markdown(table: list[Row], heading: str, remarks: list[str] = ()) -> str:
+    """The table in Markdown (GitHub pipes), with a line that says what the numbers are, then ``remarks``."""
     spread = "mean +- s.e. over the seeds" if any(r.se is not None for r in table) else "one seed: no s.e."
     lines = [f"{heading}. Final cumulative regret ({spread}; lower is better) of each agent's chosen "
-             "grid point (lowest mean).", "",
-             "| agent | final regret | chosen hyperparameters | grid points | wall time (s) |",
-             "|---|---:|---|---:|---:|"]
+             "grid point (lowest mean); times of the whole cell (all grid points x seeds as one batch), of which "
+             "arm selection and updates.", "",
+             "| agent | final regret | chosen hyperparameters | grid points | wall time (s) | arm selection (s) "
+             "| updates (s) |",
+             "|---|---:|---|---:|---:|---:|---:|"]
     for row in table:
         points = f"{row.grid_points}" + (f" ({row.diverged_points} diverged)" if row.diverged_points else "")
-        lines.append(f"| {row.label} | {_regret_text(row)} | {row.chosen or '-'} | {points} | {row.wall_time_s:.1f} |")
+        lines.append(f"| {row.label} | {_regret_text(row)} | {row.chosen or '-'} | {points} | {row.wall_time_s:.1f} "
+                     f"| {_time(row.select_time_s)} | {_time(row.update_time_s)} |")
+    if remarks:
+        lines += [""] + [f"- {remark}" for remark in remarks]
     return "\n".join(lines) + "\n"
 
 
@@ -77,25 +114,31 @@ def csv_text(table: list[Row]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["agent", "class", "final_regret_mean", "final_regret_se", "seeds", "chosen_hyperparameters",
-                     "grid_points", "diverged_points", "wall_time_s"])
+                     "grid_points", "diverged_points", "wall_time_s", "select_time_s", "update_time_s", "failed"])
     for row in table:
         writer.writerow([row.label, row.agent, "" if row.mean is None else f"{row.mean:.6g}",
                          "" if row.se is None else f"{row.se:.6g}", row.seeds, row.chosen, row.grid_points,
-                         row.diverged_points, f"{row.wall_time_s:.3f}"])
+                         row.diverged_points, f"{row.wall_time_s:.3f}",
+                         *("" if t is None else f"{t:.3f}" for t in (row.select_time_s, row.update_time_s)),
+                         row.failed or ""])
     return buffer.getvalue()
 
 
 #: How to read the printed table (its last line).
 EXPLANATION = ("final regret: cumulative regret at the last round, the mean over the seeds and its standard "
-               "error; lower is better. chosen: the grid point with the lowest mean.")
+               "error; lower is better. chosen: the grid point with the lowest mean. wall time: the whole cell "
+               "(every grid point x seed as one batch); select: of it, the time spent choosing arms.")
 
 
-def plain(table: list[Row], heading: str) -> str:
-    """The table for a terminal."""
+def plain(table: list[Row], heading: str, remarks: list[str] = ()) -> str:
+    """The table for a terminal, then ``remarks`` (diverged points, failed cells)."""
     width = max([len(r.label) for r in table] + [5]) + 2
-    lines = [heading, f"{'agent':<{width}}{'final regret':>20}   {'wall time':>9}   chosen"]
+    lines = [heading, f"{'agent':<{width}}{'final regret':>20}   {'wall time':>9}   {'select':>9}   chosen"]
     for row in table:
-        lines.append(f"{row.label:<{width}}{_regret_text(row):>20}   {row.wall_time_s:>7.1f} s   {row.chosen or '-'}")
+        select = "-" if row.select_time_s is None else f"{row.select_time_s:.1f} s"
+        lines.append(f"{row.label:<{width}}{_regret_text(row):>20}   {row.wall_time_s:>7.1f} s   {select:>9}   "
+                     f"{row.chosen or '-'}")
+    lines += remarks
     lines.append(EXPLANATION)
     return "\n".join(lines)
 
@@ -104,15 +147,15 @@ def write_summary(path: str | Path) -> tuple[str, Path, Path]:
     """Read the results in ``path``; write summary.csv and summary.md there; return the printable table."""
     results = ResultsDir(path)
     record = results.load_config_record()
-    cells = results.read_cells()
-    if not cells:
+    cells, failures = results.read_cells(), results.read_failures()
+    if not cells and not failures:
         raise FileNotFoundError(f"{results.path} has no finished cells yet; run `bandit-gym run CONFIG --out DIR`")
-    table = rows(cells)
+    table, remarks = rows(cells, failures), notes(cells, failures)
     heading = f"{record['config']['name']}: {title(record)}"
-    missing = len(record["config"]["agents"]) - len(cells)
+    missing = len(record["config"]["agents"]) - len(cells) - len(failures)
     if missing:
         heading += f" ({missing} agent{'s' if missing > 1 else ''} not finished yet)"
     csv_path, md_path = results.path / "summary.csv", results.path / "summary.md"
     write_atomic(csv_path, csv_text(table).encode())
-    write_atomic(md_path, markdown(table, heading).encode())
-    return plain(table, heading), csv_path, md_path
+    write_atomic(md_path, markdown(table, heading, remarks).encode())
+    return plain(table, heading, remarks), csv_path, md_path
