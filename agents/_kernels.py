@@ -184,3 +184,37 @@ def add_observation(gram: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
     gram_new, moment_new = np.empty(gram.shape, np.float32), np.empty(moment.shape, np.float32)
     _add_observation(gram.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), gram_new, moment_new)
     return torch.from_numpy(gram_new), torch.from_numpy(moment_new)
+
+
+# -- agents.mlp ------------------------------------------------------------------------------
+def batched_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """numpy version of ``torch.bmm``: ``(R, n, k) @ (R, k, m) -> (R, n, m)``, replica by replica.
+
+    ``np.matmul`` calls one BLAS ``sgemm`` per replica on the calling thread for products below
+    OpenBLAS's threading threshold (about 262,144 multiply-adds each), so the MLP's tiny products
+    never wait for a busy core; ``torch.bmm`` hands even a ``10 x (32 x 20 x 20)`` product to MKL's
+    OpenMP pool, which waited ~16 ms a call with a second process spinning on this 2-core CPU
+    (measured; ``docs/agents.md``, "Neural agents: threads"). Large products thread as usual.
+    """
+    with np.errstate(all="ignore"):  # overflow: the agents' divergence guards report it
+        return torch.from_numpy(np.matmul(a.numpy(), b.numpy()))
+
+
+def outer_rows(pairs: list[tuple[torch.Tensor, ...]]) -> torch.Tensor:
+    """numpy version of :func:`agents.mlp.outer_rows`: per row, each pair ``(delta (R, n, o), h (R, n, i))``
+    gives ``delta h^T`` flattened and then ``delta``, all concatenated, ``(R, n, p)``.
+
+    numpy's elementwise products run on the calling thread at any size; torch's split products over
+    more than 32,768 elements (NeuralTS's per-arm gradients, ``(10, 50, 20, 20)``) across its pool.
+    """
+    R, n = pairs[0][0].shape[:2]
+    widths = [delta.shape[2] * (h.shape[2] + 1) for delta, h in pairs]
+    out = np.empty((R, n, sum(widths)), np.float32)
+    start = 0
+    for (delta, h), width in zip(pairs, widths, strict=True):
+        o, i = delta.shape[2], h.shape[2]
+        weights = out[:, :, start: start + o * i].reshape(R, n, o, i)  # a view: the last axis is contiguous
+        np.multiply(delta.numpy()[:, :, :, None], h.numpy()[:, :, None, :], out=weights)
+        out[:, :, start + o * i: start + width] = delta.numpy()
+        start += width
+    return torch.from_numpy(out)

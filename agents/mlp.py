@@ -29,6 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
+from agents import _kernels
+from agents.blocks import BlockRows, block_matmul, block_outer_rows, block_weight_gradient, split_blocks
 from agents.models import MODELS, HistoryModel, RewardModel
 from agents.validation import check_choice, check_int
 from bandit_gym import rng
@@ -52,6 +54,31 @@ class MLP:
 
     hidden: tuple[int, ...] = (20, 20, 20)
     activation: str = "relu"
+    block_arms: int | None = None
+
+    def kwargs(self) -> dict[str, Any]:
+        """The same network as ``model="mlp"`` keywords (what an agent saves)."""
+        kwargs = {"hidden": list(self.hidden), "activation": self.activation}
+        return kwargs if self.block_arms is None else {**kwargs, "block_arms": self.block_arms}
+
+
+def batched_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` per replica: ``(R, n, k), (R, k, m) -> (R, n, m)``; on CPU by a kernel that keeps tiny products
+    off torch's thread pool (``agents/_kernels.py``)."""
+    if _kernels.enabled(a, b):
+        return _kernels.batched_matmul(a, b)
+    return torch.bmm(a, b)
+
+
+def outer_rows(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """Per row, each layer's ``(delta h^T, delta)`` flattened and concatenated, ``(R, n, p)``: the gradient of
+    the row's output, from each layer's ``d f / d z`` ``(R, n, out)`` and input ``h`` ``(R, n, in)``."""
+    if _kernels.enabled(*(t for pair in pairs for t in pair)):
+        return _kernels.outer_rows(pairs)
+    pieces = []
+    for delta, h in pairs:
+        pieces += [(delta[:, :, :, None] * h[:, :, None, :]).flatten(2), delta]  # (R, n, o i), (R, n, o)
+    return torch.cat(pieces, dim=2)
 
 
 class _NeuralModel(HistoryModel):
@@ -74,6 +101,15 @@ class _NeuralModel(HistoryModel):
             (gradient,) = torch.autograd.grad(self.loss(params, batch).sum(), params)
         return gradient
 
+    def gradient_norms(self, params: torch.Tensor, contexts: torch.Tensor,
+                       weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``f(x_k)`` ``(R, K)`` and the weighted squared norms ``sum_j w_j g_j(x_k)^2`` ``(R, K)`` of the per-arm
+        gradients, for weights ``w`` ``(R, p)`` (NeuralUCB / NeuralTS: ``w = 1 / U``). From
+        :meth:`arm_gradients` here; a model may compute them without forming ``g`` ``(R, K, p)``."""
+        mean, g = self.arm_gradients(params, contexts)
+        return mean, (g**2 * weights[:, None, :]).sum(dim=-1)
+
+
 class MLPModel(_NeuralModel):
     """A batched fully connected network ``f(x; theta)``; one set of weights per replica.
 
@@ -86,10 +122,21 @@ class MLPModel(_NeuralModel):
         keys: The replicas' random keys ``(R,)`` (``BanditAgent.keys``), for the initialisation.
         hidden: Widths of the hidden layers (the paper: ``(20, 20, 20)``, ``(100,)``, ``(50, 50, 50)``).
         activation: ``"relu"`` or ``"leaky_relu"`` (slope 0.01).
+        block_arms: ``N`` for one-hot-block features (the real-data envs: arm ``j``'s features are the
+            example in block ``j`` of ``N`` blocks of ``d / N``): the first layer then multiplies only
+            each row's block (:mod:`agents.blocks`; the same numbers, about ``N`` times fewer operations)
+            and the history keeps ``d / N`` values per row. None (default): the dense first layer.
     """
 
     def __init__(self, num_replicas: int, dim: int, lambda_reg: torch.Tensor, device: torch.device, *,
-                 keys: torch.Tensor, hidden: Any = (20, 20, 20), activation: str = "relu") -> None:
+                 keys: torch.Tensor, hidden: Any = (20, 20, 20), activation: str = "relu",
+                 block_arms: int | None = None) -> None:
+        if block_arms is not None:
+            block_arms = check_int("block_arms", block_arms, minimum=2)
+            if dim % block_arms:
+                raise ValueError(f"block_arms must divide the feature dimension {dim} into equal blocks, "
+                                 f"got {block_arms}")
+        self.block_arms = block_arms
         super().__init__(num_replicas, dim, lambda_reg, device)
         if isinstance(hidden, int) or not all(isinstance(w, int) for w in hidden):
             raise ValueError(f"hidden must be a sequence of layer widths (integers >= 1), got {hidden!r}")
@@ -137,13 +184,46 @@ class MLPModel(_NeuralModel):
             return delta * (z_sign > 0)
         return torch.where(z_sign > 0, delta, LEAKY_SLOPE * delta)
 
-    def forward(self, params: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """``f(x; theta)`` ``(R, n)`` for inputs ``(R, n, d)``, and each layer's input ``(R, n, width)``."""
-        inputs, h = [], x
+    # -- block-aware first layer (agents/blocks.py): rows stored as their block's values and index ------------
+    def history_fields(self) -> dict[str, tuple[int, ...]]:
+        if self.block_arms is None:
+            return super().history_fields()
+        return {"features": (self.dim // self.block_arms,), "block": (), "rewards": ()}
+
+    def add(self, features: torch.Tensor, rewards: torch.Tensor) -> None:
+        if self.block_arms is None:
+            return super().add(features, rewards)
+        rows = split_blocks(features[:, None, :], self.block_arms)
+        self.data.append(features=rows.values[:, 0], block=rows.block[:, 0].float(), rewards=rewards)
+
+    def rows(self, batch: torch.Tensor | None) -> tuple[torch.Tensor | BlockRows, torch.Tensor, float]:
+        if self.block_arms is None:
+            return super().rows(batch)
+        x, block, r = self.data["features"], self.data["block"].long(), self.data["rewards"]  # (R, n, d / N), ...
+        if batch is None:
+            return BlockRows(x, block, self.block_arms), r, 1.0
+        batch_d = batch[:, :, None].expand(-1, -1, x.shape[2])  # (R, B, d / N)
+        rows = BlockRows(x.gather(1, batch_d), block.gather(1, batch), self.block_arms)
+        return rows, r.gather(1, batch), len(self.data) / batch.shape[1]
+
+    def _as_rows(self, x: torch.Tensor | BlockRows) -> torch.Tensor | BlockRows:
+        """Inputs as the first layer takes them: dense ``(R, n, d)``, or :class:`BlockRows` with ``block_arms``."""
+        if self.block_arms is None or isinstance(x, BlockRows):
+            return x
+        return split_blocks(x, self.block_arms)
+
+    # -- forward and backward passes -----------------------------------------------------------------------
+    def forward(self, params: torch.Tensor, x: torch.Tensor | BlockRows) -> tuple[torch.Tensor, list]:
+        """``f(x; theta)`` ``(R, n)`` for inputs ``(R, n, d)``, and each layer's input ``(R, n, width)``
+        (the first as given, or as :class:`agents.blocks.BlockRows` with ``block_arms``)."""
+        inputs, h = [], self._as_rows(x)
         layers = self.layers(params)
         for index, (weight, bias) in enumerate(layers):
             inputs.append(h)
-            z = torch.baddbmm(bias[:, None, :], h, weight.transpose(1, 2))  # (R, n, out)
+            if isinstance(h, BlockRows):
+                z = block_matmul(h, weight) + bias[:, None, :]  # (R, n, out): only each row's block of W
+            else:
+                z = batched_matmul(h, weight.transpose(1, 2)) + bias[:, None, :]  # (R, n, out)
             h = z if index == len(layers) - 1 else self._act(z)
         return h[..., 0], inputs
 
@@ -154,15 +234,14 @@ class MLPModel(_NeuralModel):
         """The last hidden layer's output ``(R, n, hidden[-1])`` (Neural-LinUCB's features)."""
         return self.forward(params, x)[1][-1]
 
-    def _backward(self, params: torch.Tensor, inputs: list[torch.Tensor],
-                  output_grad: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    def _backward(self, params: torch.Tensor, inputs: list, output_grad: torch.Tensor) -> list[tuple]:
         """Back-propagate ``dL/df`` ``(R, n)``: per layer ``dL/dz_l`` ``(R, n, out)`` and its input ``(R, n, in)``."""
         delta = output_grad[:, :, None]  # (R, n, 1)
         steps = []
         for index, (weight, _) in reversed(list(enumerate(self.layers(params)))):
             steps.append((delta, inputs[index]))
             if index > 0:  # the layer's input act(z_{l-1}) has the sign of z_{l-1} (both activations)
-                delta = self._act_backward(torch.bmm(delta, weight), inputs[index])  # (R, n, in)
+                delta = self._act_backward(batched_matmul(delta, weight), inputs[index])  # (R, n, in)
         return steps[::-1]
 
     def gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
@@ -171,16 +250,38 @@ class MLPModel(_NeuralModel):
         prediction, inputs = self.forward(params, x)
         pieces = []
         for delta, h_in in self._backward(params, inputs, 2.0 * scale * (prediction - r)):
-            pieces += [torch.bmm(delta.transpose(1, 2), h_in).flatten(1), delta.sum(dim=1)]  # dW (R, o i), db (R, o)
+            if isinstance(h_in, BlockRows):
+                weight_grad = block_weight_gradient(delta, h_in)  # (R, o, i)
+            else:
+                weight_grad = batched_matmul(delta.transpose(1, 2), h_in)  # (R, o, i)
+            pieces += [weight_grad.flatten(1), delta.sum(dim=1)]  # dW (R, o i), db (R, o)
         return torch.cat(pieces, dim=1) + 2.0 * self.lambda_reg[:, None] * params  # (R, p)
 
     def arm_gradients(self, params: torch.Tensor, contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``f(x_k)`` ``(R, K)`` and ``g(x_k) = df(x_k; theta)/dtheta`` ``(R, K, p)`` for every arm, in one pass."""
         prediction, inputs = self.forward(params, contexts)
-        pieces = []
-        for delta, h_in in self._backward(params, inputs, torch.ones_like(prediction)):
-            pieces += [(delta[:, :, :, None] * h_in[:, :, None, :]).flatten(2), delta]  # (R, K, o i), (R, K, o)
-        return prediction, torch.cat(pieces, dim=2)
+        steps = self._backward(params, inputs, torch.ones_like(prediction))
+        (delta, h_in), rest = steps[0], steps[1:]
+        if not isinstance(h_in, BlockRows):
+            return prediction, outer_rows(steps)
+        first = [block_outer_rows(delta, h_in), delta]  # (R, K, o i): zero outside each arm's block
+        return prediction, torch.cat([*first, outer_rows(rest)] if rest else first, dim=2)
+
+    def gradient_norms(self, params: torch.Tensor, contexts: torch.Tensor,
+                       weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``f(x_k)`` and ``sum_j w_j g_j(x_k)^2`` ``(R, K)`` without forming ``g`` (equal to the definition
+        above: tested). Layer ``l``'s part of ``g`` is ``delta h^T`` (weights) and ``delta`` (biases), so its
+        share of the sum is ``delta^2 . (W_w h^2) + delta^2 . w_b``: one product of a forward pass's size."""
+        prediction, inputs = self.forward(params, contexts)
+        steps = self._backward(params, inputs, torch.ones_like(prediction))
+        total = torch.zeros_like(prediction)  # (R, K)
+        for (delta, h_in), (weight_w, bias_w) in zip(steps, self.layers(weights), strict=True):
+            if isinstance(h_in, BlockRows):
+                weighted = block_matmul(BlockRows(h_in.values**2, h_in.block, h_in.n_blocks), weight_w)  # (R, K, o)
+            else:
+                weighted = batched_matmul(h_in**2, weight_w.transpose(1, 2))  # (R, K, o)
+            total = total + (delta**2 * (weighted + bias_w[:, None, :])).sum(dim=-1)
+        return prediction, total
 
 
 class ModuleModel(_NeuralModel):
@@ -263,7 +364,7 @@ def build_model(model: Any, model_kwargs: dict | None, num_replicas: int, dim: i
         return ModuleModel(num_replicas, dim, lambda_reg, device, keys=keys, module=model, **kwargs)
     if isinstance(model, MLP):
         return MLPModel(num_replicas, dim, lambda_reg, device, keys=keys, hidden=model.hidden,
-                        activation=model.activation)
+                        activation=model.activation, block_arms=model.block_arms)
     model_class = MODELS[check_choice("model", model, sorted(MODELS))]
     if issubclass(model_class, _NeuralModel):
         kwargs["keys"] = keys

@@ -169,7 +169,11 @@ class HistoryModel(RewardModel):
 
     def __init__(self, num_replicas: int, dim: int, lambda_reg: torch.Tensor, device: torch.device) -> None:
         super().__init__(num_replicas, dim, lambda_reg, device)
-        self.data = History(num_replicas, {"features": (dim,), "rewards": ()}, device)
+        self.data = History(num_replicas, self.history_fields(), device)
+
+    def history_fields(self) -> dict[str, tuple[int, ...]]:
+        """The fields of one stored row and their shapes (a model that stores rows compactly overrides it)."""
+        return {"features": (self.dim,), "rewards": ()}
 
     @property
     def n_observations(self) -> int:

@@ -100,3 +100,21 @@ def test_random_argmax_breaks_ties_uniformly():
     noise = rng.uniform(keys, Stream.TIES, 1, (7,))
     wins = torch.bincount(random_argmax(torch.zeros(4000, 7), noise), minlength=7) / 4000
     assert (wins - 1 / 7).abs().max() < 5 * (1 / 7 * 6 / 7 / 4000) ** 0.5
+
+
+def test_mlp_products_kernels_equal_torch(monkeypatch):
+    """The MLP's batched products and per-row outer products (agents.mlp) through numpy equal torch's; strided
+    inputs as the MLP passes them (transposed weight views of the flat parameters)."""
+    from agents.mlp import batched_matmul, outer_rows
+
+    gen = torch.Generator().manual_seed(7)
+    params = torch.randn(4, 6 * 5 + 9, generator=gen)  # (R, p): a weight (6, 5) view inside
+    weight = params[:, 3: 33].reshape(4, 6, 5)  # (R, o, i), row stride p
+    h = torch.randn(4, 7, 5, generator=gen)  # (R, n, i)
+    fast, plain = both_ways(monkeypatch, batched_matmul, h, weight.transpose(1, 2))
+    torch.testing.assert_close(fast, plain, rtol=1e-5, atol=1e-6)  # sums of 5 products of O(1) values
+    pairs = [(torch.randn(4, 7, 6, generator=gen), h), (torch.randn(4, 7, 1, generator=gen),
+                                                         torch.randn(4, 7, 6, generator=gen))]
+    fast, plain = both_ways(monkeypatch, outer_rows, pairs)
+    assert fast.shape == (4, 7, 6 * 5 + 6 + 6 + 1)
+    torch.testing.assert_close(fast, plain, rtol=0, atol=0)  # single products: exactly the same numbers
