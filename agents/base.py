@@ -248,7 +248,7 @@ class BanditAgent(ABC):
     def save(self, path: str | os.PathLike) -> None:
         """Write hyperparameters (per-replica values included) and state to ``path`` atomically."""
         path = Path(path)
-        payload = {"class": type(self).__name__, "hyperparameters": self.hyperparameters(),
+        payload = {"class": type(self).__name__, "hyperparameters": saved_hyperparameters(self.hyperparameters()),
                    "sizes": {"n_arms": self.n_arms, "dim": self.dim, "num_replicas": self.num_replicas},
                    "seed": self.seed, "t": self.t,
                    "state": {name: value.detach().cpu() for name, value in self._state().items()}}
@@ -266,12 +266,31 @@ class BanditAgent(ABC):
 
     @classmethod
     def load(cls, path: str | os.PathLike, env: gym.Env | gym.vector.VectorEnv | None = None,
-             device: str | torch.device = "auto") -> BanditAgent:
-        """Rebuild an agent saved with :meth:`save`; ``env`` (optional) becomes its :meth:`get_env`."""
+             device: str | torch.device = "auto", custom_objects: dict[str, Any] | None = None, *,
+             model: Any = None) -> BanditAgent:
+        """Rebuild an agent saved with :meth:`save`; ``env`` (optional) becomes its :meth:`get_env`.
+
+        ``custom_objects`` (as in Stable-Baselines3) replaces saved hyperparameters by name. An agent whose
+        reward model is your own ``nn.Module`` needs it again, ``load(path, model=MyNet(...))`` (the file
+        holds its parameters, not its code); the saved parameters are loaded into the R copies.
+        """
         payload = torch.load(Path(path), map_location="cpu", weights_only=True)
         if payload["class"] != cls.__name__:
             raise ValueError(f"{path} holds a {payload['class']} agent, not a {cls.__name__}")
-        agent = cls(None, seed=payload["seed"], device=device, **payload["sizes"], **payload["hyperparameters"])
+        hyperparameters = {**payload["hyperparameters"], **(custom_objects or {})}
+        if model is not None:
+            hyperparameters["model"] = model
+        saved_module = _saved_module_name(hyperparameters.get("model"))
+        if saved_module is not None:
+            raise ValueError(f"{path} holds a {cls.__name__} whose reward model is your own nn.Module "
+                             f"({saved_module}), which a file cannot rebuild: pass one, {cls.__name__}.load(path, "
+                             f"model={saved_module.rsplit('.', 1)[-1]}(...)) or custom_objects={{'model': ...}}; "
+                             "its saved parameters are then loaded into it")
+        agent = cls(None, seed=payload["seed"], device=device, **payload["sizes"], **hyperparameters)
+        saved_theta, theta = payload["state"].get("theta"), getattr(agent, "theta", None)
+        if saved_theta is not None and theta is not None and saved_theta.shape != theta.shape:
+            raise ValueError(f"model={hyperparameters.get('model')!r} has {theta.shape[-1]} parameters per replica, "
+                             f"the agent in {path} had {saved_theta.shape[-1]}: pass the network it was saved with")
         agent.t = payload["t"]
         agent._load_state({name: value.to(agent.device) for name, value in payload["state"].items()})
         if env is not None:
@@ -348,6 +367,28 @@ class BanditAgent(ABC):
             hint = f" with step size {step_size}" if step_size is not None else ""
             raise DivergenceError(f"{type(self).__name__}: {what} became NaN or Inf in round {self.t}{hint}; "
                                   "try a smaller step size")
+
+
+_MODULE_MARK = "nn.Module"  # save writes your own network as {"nn.Module": "package.module.ClassName"}
+
+
+def saved_hyperparameters(hyperparameters: dict[str, Any]) -> dict[str, Any]:
+    """The hyperparameters as :meth:`BanditAgent.save` writes them (plain values that ``torch.load`` with
+    ``weights_only=True`` reads): an :class:`agents.mlp.MLP` as ``model="mlp"`` and its keywords, your own
+    ``nn.Module`` as its class name (``load`` asks for the module again)."""
+    from agents.mlp import MLP  # the neural models import this module
+
+    saved, model = dict(hyperparameters), hyperparameters.get("model")
+    if isinstance(model, MLP):
+        saved["model"], saved["model_kwargs"] = "mlp", model.kwargs()
+    elif isinstance(model, torch.nn.Module):
+        saved["model"] = {_MODULE_MARK: f"{type(model).__module__}.{type(model).__qualname__}"}
+    return saved
+
+
+def _saved_module_name(model: Any) -> str | None:
+    """The class name ``save`` wrote for your own ``nn.Module``, or None if ``model`` is something else."""
+    return model[_MODULE_MARK] if isinstance(model, dict) and _MODULE_MARK in model else None
 
 
 def _any(flags) -> bool:

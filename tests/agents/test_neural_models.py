@@ -191,6 +191,73 @@ def test_user_module_without_reset_parameters_is_rejected():
         LMCTS(n_arms=2, dim=3, model=Bare(), device="cpu", seed=0)
 
 
+def test_mlp_gradient_norms_equal_the_per_arm_gradients():
+    """sum_j w_j g_j(x_k)^2 without forming g (one product per layer) equals the sum over g; the user-module
+    path computes it from g itself."""
+    model = mlp_model(2, 3, "leaky_relu")
+    theta = model.initial_params()
+    contexts = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(3))  # (R, K, d)
+    weights = torch.rand(2, model.n_params, generator=torch.Generator().manual_seed(4)) + 0.5  # (R, p)
+    mean, g = model.arm_gradients(theta, contexts)
+    fast_mean, norms = model.gradient_norms(theta, contexts, weights)
+    torch.testing.assert_close(fast_mean, mean)
+    torch.testing.assert_close(norms, (g**2 * weights[:, None, :]).sum(dim=-1), rtol=1e-5, atol=1e-6)
+
+
+def test_user_module_agent_save_load_round_trip(tmp_path):
+    """An agent on your own nn.Module saves; load needs the module again (a clear error names what to pass),
+    then predicts and learns exactly as the saved agent."""
+    agent = LMCTS(n_arms=4, dim=3, model=TinyNet(3), n_inner_steps=5, batch_size=4, step_size=0.05,
+                  inverse_temperature=100.0, device="cpu", seed=7, num_replicas=2)
+    feed_rounds(agent, rounds=5)
+    agent.save(tmp_path / "agent.pt")
+    with pytest.raises(ValueError, match=r"own nn.Module \(.*TinyNet\).*LMCTS.load\(path, model=TinyNet\(...\)\)"):
+        LMCTS.load(tmp_path / "agent.pt", device="cpu")
+    with pytest.raises(ValueError, match="parameters per replica"):
+        LMCTS.load(tmp_path / "agent.pt", device="cpu", model=TinyNet(4))
+    for loaded in (LMCTS.load(tmp_path / "agent.pt", device="cpu", model=TinyNet(3)),
+                   LMCTS.load(tmp_path / "agent.pt", device="cpu", custom_objects={"model": TinyNet(3)})):
+        contexts = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(1))
+        assert torch.equal(loaded.model.scores(loaded.theta, contexts), agent.model.scores(agent.theta, contexts))
+        assert torch.equal(loaded.predict(contexts)[0], agent.predict(contexts)[0])
+    feed_rounds(agent, rounds=3, seed=9)
+    feed_rounds(loaded, rounds=3, seed=9)
+    assert torch.equal(agent.theta, loaded.theta)
+
+
+def test_mlp_description_agent_save_load(tmp_path):
+    """model=MLP(...) (with the block-aware layer) saves as model='mlp' and its keywords, and loads."""
+    from agents.neural import NeuralTS
+
+    agent = NeuralTS(n_arms=2, dim=4, model=MLP(hidden=(5,), block_arms=2), device="cpu", seed=0)
+    agent.save(tmp_path / "a.pt")
+    loaded = NeuralTS.load(tmp_path / "a.pt", device="cpu")
+    assert loaded.model.block_arms == 2 and loaded.model.hidden == (5,)
+    torch.testing.assert_close(loaded.theta, agent.theta)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("block_arms", [None, 2])
+def test_neural_ts_cuda_matches_cpu(block_arms):
+    """NeuralTS (per-arm gradients, widths, training) on CUDA follows the CPU run: fixed actions, parameters and
+    the diagonal within 1e-3 relative after 10 rounds (float32 rounding of different kernels)."""
+    from agents.neural import NeuralTS
+
+    kwargs = dict(n_arms=2, dim=6, num_replicas=2, model="mlp", n_grad_steps=5, batch_size=4, step_size=0.05,
+                  model_kwargs={"hidden": (8, 8), "block_arms": block_arms}, seed=2)
+    cpu, cuda = NeuralTS(device="cpu", **kwargs), NeuralTS(device="cuda", **kwargs)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(10):
+        x = torch.randn(2, 3, generator=g)
+        obs = torch.zeros(2, 2, 6)
+        obs[:, 0, :3], obs[:, 1, 3:] = x, x  # one-hot blocks
+        for agent in (cpu, cuda):
+            agent.update(obs, torch.zeros(2, dtype=torch.int64), x[:, 0] ** 2)
+    torch.testing.assert_close(cuda.theta.cpu(), cpu.theta, rtol=1e-3, atol=1e-4)
+    torch.testing.assert_close(cuda.diagonal.cpu(), cpu.diagonal, rtol=1e-3, atol=1e-4)
+    torch.testing.assert_close(cuda.widths(obs.cuda())[1].cpu(), cpu.widths(obs)[1], rtol=1e-3, atol=1e-4)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_neural_lmcts_cuda_matches_cpu():
     """The same rounds (fixed actions, so that no near-tie can fork the runs) on CPU and CUDA give the same
