@@ -187,14 +187,20 @@ def add_observation(gram: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
 
 
 # -- agents.mlp ------------------------------------------------------------------------------
+#: Multiply-adds per replica up to which OpenBLAS (numpy's BLAS) runs a product on the calling thread
+#: (its ``SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD``); larger products stay with ``torch.bmm``
+#: (OpenBLAS's spinning threads took seconds for one CIFAR-sized product on this loaded 2-core CPU).
+SMALL_PRODUCT = 65536 * 4
+
+
 def batched_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """numpy version of ``torch.bmm``: ``(R, n, k) @ (R, k, m) -> (R, n, m)``, replica by replica.
 
     ``np.matmul`` calls one BLAS ``sgemm`` per replica on the calling thread for products below
-    OpenBLAS's threading threshold (about 262,144 multiply-adds each), so the MLP's tiny products
-    never wait for a busy core; ``torch.bmm`` hands even a ``10 x (32 x 20 x 20)`` product to MKL's
-    OpenMP pool, which waited ~16 ms a call with a second process spinning on this 2-core CPU
-    (measured; ``docs/agents.md``, "Neural agents: threads"). Large products thread as usual.
+    :data:`SMALL_PRODUCT` multiply-adds each (what :func:`agents.mlp.batched_matmul` sends here), so the
+    MLP's tiny products never wait for a busy core; ``torch.bmm`` hands even a ``10 x (32 x 20 x 20)``
+    product to MKL's OpenMP pool, which waited ~16 ms a call with a second process spinning on this
+    2-core CPU (measured; ``docs/agents.md``, "Neural agents: threads").
     """
     with np.errstate(all="ignore"):  # overflow: the agents' divergence guards report it
         return torch.from_numpy(np.matmul(a.numpy(), b.numpy()))

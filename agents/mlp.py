@@ -63,9 +63,9 @@ class MLP:
 
 
 def batched_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``a @ b`` per replica: ``(R, n, k), (R, k, m) -> (R, n, m)``; on CPU by a kernel that keeps tiny products
-    off torch's thread pool (``agents/_kernels.py``)."""
-    if _kernels.enabled(a, b):
+    """``a @ b`` per replica: ``(R, n, k), (R, k, m) -> (R, n, m)``; on CPU, small products by a kernel that keeps
+    them off torch's thread pool (``agents/_kernels.py``)."""
+    if _kernels.enabled(a, b) and a.shape[1] * a.shape[2] * b.shape[2] <= _kernels.SMALL_PRODUCT:
         return _kernels.batched_matmul(a, b)
     return torch.bmm(a, b)
 
