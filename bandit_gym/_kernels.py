@@ -13,8 +13,9 @@ Kernels:
 * :func:`linear_scores` for the synthetic envs' ``x . theta*`` (``(contexts * theta).sum(-1)``);
 * :func:`best_arms` for ``torch.max(expected, dim=2)`` (the best value and the first arm that has it).
 
-Both run on one thread, so they neither wait for torch's intra-op threads when another process
-holds a core nor hang in a forked child. Their measured gains are in ``docs/envs.md``.
+All three run on the calling thread (``unit_normal``'s torch calls too: chunks that torch keeps on it), so
+they neither wait for torch's intra-op threads when another process holds a core nor hang in a
+forked child. Their measured gains are in ``docs/envs.md``.
 """
 
 from __future__ import annotations
@@ -34,15 +35,41 @@ def enabled() -> bool:
     return os.environ.get("BANDIT_GYM_KERNELS", "1") != "0"
 
 
+#: Words per torch call of the float64 ``sin`` and ``cos`` in :func:`unit_normal`. Torch runs these two on its
+#: intra-op threads from a much smaller size than most operations (about 1,600 elements here; most operations
+#: from 32,768); 1,024 stay on the calling thread.
+_TORCH_CHUNK = 1024
+#: Words per pass of :func:`unit_normal` (a group of whole replicas, at least one): its float64 buffers stay in cache.
+_PASS_WORDS = 16384
+
+
 def unit_normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
-    """:func:`bandit_gym.rng.unit_normal` (same arguments, same formula): compiled on CPU when kernels are on."""
+    """:func:`bandit_gym.rng.unit_normal` (same arguments, same formula): compiled on CPU when kernels are on.
+
+    The loop's C library ``log``, ``cos`` and ``sin`` would not vectorise, so each pass over a group of replicas
+    runs in three steps: the words' ``u1`` and angle (compiled), numpy's vectorised float64 ``log`` and torch's
+    ``sin`` and ``cos`` in place, then the radius, the normals and their unit rows (compiled).
+    """
     if not (enabled() and keys.device.type == "cpu"):
         return rng.unit_normal(keys, stream, counter, shape)
-    n = math.prod(shape)
+    R, n = len(keys), math.prod(shape)
+    half = (n + 1) // 2  # words per replica
     start = (keys + rng._offset(stream, counter)).numpy().view(np.uint64)  # (R,) word 0 of each block, hashed
-    out = np.empty((len(keys), n), np.float32)
-    _unit_normal_rows(start, n, shape[-1], out)
-    return torch.from_numpy(out).reshape(len(keys), *shape)
+    out = np.empty((R, n), np.float32)
+    group = max(1, _PASS_WORDS // half)  # replicas per pass
+    buffers = np.empty((3, min(group, R), half))
+    for first in range(0, R, group):
+        replicas = slice(first, min(first + group, R))
+        log_u1, cos, sin = buffers[:, : replicas.stop - first]  # (G, half) each
+        _box_muller_inputs(start[replicas], log_u1, sin)  # u1 and the angle
+        np.log(log_u1, out=log_u1)
+        cos[:] = sin  # the angle
+        for cos_chunk, sin_chunk in zip(torch.from_numpy(cos).view(-1).split(_TORCH_CHUNK),
+                                        torch.from_numpy(sin).view(-1).split(_TORCH_CHUNK), strict=True):
+            cos_chunk.cos_()
+            sin_chunk.sin_()
+        _unit_rows(log_u1, cos, sin, shape[-1], out[replicas])
+    return torch.from_numpy(out).reshape(R, *shape)
 
 
 def linear_scores(contexts: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
@@ -90,29 +117,31 @@ _MUL2 = np.uint64(0x94D049BB133111EB)
 
 
 @njit(nogil=True, cache=True)
-def _unit_normal_rows(start, n, dim, out):
-    """``out[r]`` (``n`` float32): replica ``r``'s unit rows of ``dim`` normals from words
-    ``mix64(start[r] + j golden)``.
-
-    Word ``j`` gives two normals (Box-Muller): ``u1 = (high 32 bits + 1/2) 2^-32``,
-    ``angle = 2 pi (low 32 bits) 2^-32``,
-    ``z[j] = sqrt(-2 ln u1) cos(angle)``, ``z[half + j] = sqrt(-2 ln u1) sin(angle)``; each run of ``dim``
-    entries of ``z`` is divided by its norm in float64, then rounded to float32 (as in ``rng.unit_normal``).
-    """
-    half = (n + 1) // 2
-    z = np.empty(2 * half, np.float64)
-    for r in range(start.shape[0]):
-        for j in range(half):
+def _box_muller_inputs(start, u1, angle):
+    """Word ``j`` of replica ``r``, ``x = mix64(start[r] + j golden)``, as Box-Muller's inputs (``rng._box_muller``):
+    ``u1[r, j] = (high 32 bits + 1/2) 2^-32`` and ``angle[r, j] = 2 pi (low 32 bits) 2^-32``."""
+    for r in range(u1.shape[0]):
+        for j in range(u1.shape[1]):
             x = start[r] + np.uint64(j) * _GOLDEN
             x = (x ^ (x >> np.uint64(30))) * _MUL1
             x = (x ^ (x >> np.uint64(27))) * _MUL2
             x = x ^ (x >> np.uint64(31))
-            u1 = (np.float64(x >> np.uint64(32)) + 0.5) * 2.0**-32
-            angle = np.float64(x & np.uint64(0xFFFFFFFF)) * (2.0 * math.pi * 2.0**-32)
-            radius = math.sqrt(-2.0 * math.log(u1))
-            z[j] = radius * math.cos(angle)
-            z[half + j] = radius * math.sin(angle)
-        for row in range(n // dim):
+            u1[r, j] = (np.float64(x >> np.uint64(32)) + 0.5) * 2.0**-32
+            angle[r, j] = np.float64(x & np.uint64(0xFFFFFFFF)) * (2.0 * math.pi * 2.0**-32)
+
+
+@njit(nogil=True, cache=True)
+def _unit_rows(log_u1, cos, sin, dim, out):
+    """``out[r]``: replica ``r``'s normals ``z[j] = sqrt(-2 ln u1) cos``, ``z[half + j] = sqrt(-2 ln u1) sin``
+    (``half`` words), each run of ``dim`` divided by its norm in float64, then rounded to float32."""
+    half = log_u1.shape[1]
+    z = np.empty(2 * half, np.float64)
+    for r in range(out.shape[0]):
+        for j in range(half):
+            radius = math.sqrt(-2.0 * log_u1[r, j])
+            z[j] = radius * cos[r, j]
+            z[half + j] = radius * sin[r, j]
+        for row in range(out.shape[1] // dim):
             squares = 0.0
             for i in range(row * dim, (row + 1) * dim):
                 squares += z[i] * z[i]

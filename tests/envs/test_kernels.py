@@ -14,10 +14,11 @@ from bandit_gym.rng import Stream
 SYNTHETIC_IDS = [env_id for env_id in bandit_gym.ENV_IDS if "dataset" not in gym.spec(env_id).kwargs]
 
 
-@pytest.mark.parametrize("shape", [(20,), (8, 50, 20), (3, 7, 5), (1,), (1, 4)])
+@pytest.mark.parametrize("shape", [(20,), (8, 50, 20), (3, 7, 5), (1,), (1, 4), (2, 16_401)])
 def test_unit_normal_kernel_matches_torch(shape):
-    # The kernel uses the C library's float64 log/cos/sin, torch its vectorised ones: they differ in the
-    # last bits of float64, so after rounding to float32 a draw may differ by one float32 ulp.
+    # The kernel takes numpy's float64 log (torch: its own) and sums each row's squares in another order: they
+    # differ in the last bits of float64, so after rounding to float32 a draw may differ by one float32 ulp.
+    # The shapes cover passes of several replicas, of one, a replica longer than a pass, and odd sizes.
     keys = rng.seed_to_key(range(5))
     got = _kernels.unit_normal(keys, Stream.CONTEXT, 3, shape)
     want = rng.unit_normal(keys, Stream.CONTEXT, 3, shape)
