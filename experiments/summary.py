@@ -74,8 +74,11 @@ def notes(cells: list[Cell], failures: list[dict] = ()) -> list[str]:
     return lines
 
 
-def _time(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds:.1f}"
+def seconds_text(seconds: float | None) -> str:
+    """A time of the table's split: one decimal from 1 s up, two significant digits below (0.031), "-" if unknown."""
+    if seconds is None:
+        return "-"
+    return f"{seconds:.1f}" if seconds >= 0.95 else f"{seconds:.2g}"
 
 
 def _regret_text(row: Row) -> str:
@@ -104,7 +107,7 @@ def markdown(table: list[Row], heading: str, remarks: list[str] = ()) -> str:
     for row in table:
         points = f"{row.grid_points}" + (f" ({row.diverged_points} diverged)" if row.diverged_points else "")
         lines.append(f"| {row.label} | {_regret_text(row)} | {row.chosen or '-'} | {points} | {row.wall_time_s:.1f} "
-                     f"| {_time(row.select_time_s)} | {_time(row.update_time_s)} |")
+                     f"| {seconds_text(row.select_time_s)} | {seconds_text(row.update_time_s)} |")
     if remarks:
         lines += [""] + [f"- {remark}" for remark in remarks]
     return "\n".join(lines) + "\n"
@@ -135,7 +138,7 @@ def plain(table: list[Row], heading: str, remarks: list[str] = ()) -> str:
     width = max([len(r.label) for r in table] + [5]) + 2
     lines = [heading, f"{'agent':<{width}}{'final regret':>20}   {'wall time':>9}   {'select':>9}   chosen"]
     for row in table:
-        select = "-" if row.select_time_s is None else f"{row.select_time_s:.1f} s"
+        select = "-" if row.select_time_s is None else f"{seconds_text(row.select_time_s)} s"
         lines.append(f"{row.label:<{width}}{_regret_text(row):>20}   {row.wall_time_s:>7.1f} s   {select:>9}   "
                      f"{row.chosen or '-'}")
     lines += remarks

@@ -65,14 +65,16 @@ def test_table_shows_the_arm_selection_time_column(capsys, config_file, tmp_path
     cli.main(["run", str(config_file), "--out", str(out), "--quiet"])
     printed = capsys.readouterr().out
     cells = {cell.label: cell.record for cell in ResultsDir(out).read_cells()}
-    assert f"{cells['LinUCB']['select_time_s']:.1f} s" in printed.split("LinUCB", 2)[2].splitlines()[0]
+    select = summary.seconds_text(cells["LinUCB"]["select_time_s"])
+    assert f"{select} s" in printed.split("LinUCB", 2)[2].splitlines()[0]
     with open(out / "summary.csv") as f:
         rows = {row["agent"]: row for row in csv.DictReader(f)}
     assert float(rows["EpsGreedy"]["select_time_s"]) == pytest.approx(cells["EpsGreedy"]["select_time_s"], abs=1e-3)
     assert float(rows["EpsGreedy"]["update_time_s"]) == pytest.approx(cells["EpsGreedy"]["update_time_s"], abs=1e-3)
     markdown = (out / "summary.md").read_text()
     assert "| arm selection (s) | updates (s) |" in markdown
-    assert f"| {cells['LinUCB']['select_time_s']:.1f} | {cells['LinUCB']['update_time_s']:.1f} |" in markdown
+    assert f"| {select} | {summary.seconds_text(cells['LinUCB']['update_time_s'])} |" in markdown
+    assert [summary.seconds_text(t) for t in (0.0312, 0.5, 12.34, None)] == ["0.031", "0.5", "12.3", "-"]
 
 
 def test_a_diverged_point_is_named_with_its_error_under_the_table(capsys, config_file, tmp_path):
