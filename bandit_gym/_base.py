@@ -278,17 +278,13 @@ class BanditVectorEnv(VectorEnv):
             raise RuntimeError("call reset() before step()")
         if self._needs_reset:  # NEXT_STEP autoreset: this step only resets
             obs, info = self.reset()
-            zeros = torch.zeros(self.num_envs, dtype=torch.float64, device=self.device)
-            false = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
-            return obs, self._out(zeros), self._out(false), self._out(false), info
+            return obs, self._filled(0.0), self._filled(False), self._filled(False), info
         self._last_actions = self._check_actions(actions)
         rewards, regret = self.sim.step(self._last_actions)
         self._needs_reset = self.sim.t >= self.episode_steps
-        terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
-        truncated = torch.full((self.num_envs,), self._needs_reset, dtype=torch.bool, device=self.device)
         info = self._info(regret=regret.double())  # float64, as SyncVectorEnv gives it
-        return (self._out(self.sim.contexts), self._out(rewards.double()), self._out(terminated),
-                self._out(truncated), info)
+        return (self._out(self.sim.contexts), self._out(rewards.double()), self._filled(False),
+                self._filled(self._needs_reset), info)
 
     def __getstate__(self) -> dict[str, Any]:
         # The batched spaces' bounds are num_envs copies of the single spaces': rebuilt, not pickled.
@@ -316,8 +312,9 @@ class BanditVectorEnv(VectorEnv):
         if actions.dtype == torch.bool or actions.is_floating_point() or actions.is_complex():
             raise ValueError(f"actions must have an integer dtype, got {actions.dtype}")
         actions = actions.to(device=self.device, dtype=torch.int64)
-        invalid = (actions < 0) | (actions >= self.n_arms)  # (R,)
-        if bool(invalid.any()):
+        lowest, highest = torch.aminmax(actions)
+        if lowest.item() < 0 or highest.item() >= self.n_arms:
+            invalid = (actions < 0) | (actions >= self.n_arms)  # (R,)
             bad = int(invalid.int().argmax())
             raise ValueError(f"actions must be arm indices in [0, {self.n_arms}); "
                              f"replica {bad} got {int(actions[bad])}")
@@ -329,11 +326,18 @@ class BanditVectorEnv(VectorEnv):
             return x.clone() if copy else x
         return x.cpu().numpy().copy() if copy and x.device.type == "cpu" else x.cpu().numpy()
 
+    def _filled(self, value: bool | float) -> np.ndarray | torch.Tensor:
+        """``(R,)`` of the array type handed out, every entry ``value`` (bool, or a float as float64)."""
+        if self.array_type == "numpy":
+            return np.full(self.num_envs, value, dtype=np.float64 if isinstance(value, float) else bool)
+        dtype = torch.float64 if isinstance(value, float) else torch.bool
+        return torch.full((self.num_envs,), value, dtype=dtype, device=self.device)
+
     def _info(self, **extra: torch.Tensor) -> dict[str, Any]:
         """SyncVectorEnv's layout: each value ``(R, ...)`` beside a ``_key`` mask saying every replica has it."""
         values = {"expected_rewards": self.sim.expected, "optimal_action": self.sim.optimal_action, **extra}
         info = {}
         for key, value in values.items():
             info[key] = self._out(value, copy=True)
-            info[f"_{key}"] = self._out(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
+            info[f"_{key}"] = self._filled(True)
         return info
