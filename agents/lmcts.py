@@ -19,12 +19,19 @@ import torch
 
 from agents import _kernels
 from agents.base import BanditAgent, DivergenceError, chosen_rows
-from agents.mlp import MLP, NEURAL_LAMBDA_REG, build_model, is_neural
+from agents.mlp import MLP, build_model, is_neural
 from agents.models import LinearModel, RewardModel, agent_state, load_agent_state
 from agents.validation import check_choice, check_float, check_int
 from bandit_gym.rng import Stream
 
 STEP_SCHEDULES = ("inverse_t", "constant")
+#: Neural LMC-TS defaults, ``eta_0``, ``beta`` and ``lambda`` (grid in benchmarks/results/quadratic_paper.md):
+#: ``beta = 1 / (2 sigma^2) = 0.5`` makes ``exp(-beta L_t)`` the posterior of a sum of squared errors with
+#: Gaussian noise ``sigma = 1``, under the prior ``N(0, 1 / (2 beta lambda)) = N(0, 0.5)`` for ``lambda = 2``
+#: (a tighter prior, lambda = 10, left half of the runs exploiting one sign of the quadratic; ``eta_0`` = 0.03
+#: with a wider prior diverged). ``beta = 1000``, ``lambda = 1e-3`` made the chain a noiseless gradient
+#: descent that did not explore: the regret of a greedy network.
+NEURAL_DEFAULTS = {"step_size": 0.01, "inverse_temperature": 0.5, "lambda_reg": 2.0}
 
 
 def langevin_steps(model: RewardModel, theta: torch.Tensor, step_size: torch.Tensor,
@@ -86,14 +93,14 @@ class LMCTS(BanditAgent):
             network, and each step's Langevin noise is drawn when the step runs.
         model_kwargs: Keywords of the model, e.g. ``{"hidden": (20, 20, 20), "activation": "relu"}``.
         step_size: ``eta_0 > 0``, a number or one per replica. None: the model's default
-            (linear 0.3, glm 0.9; the grid search in ``docs/agents.md``).
+            (linear 0.3, glm 0.9, neural 0.01: ``NEURAL_DEFAULTS``; the grid searches in ``docs/agents.md``).
         inverse_temperature: ``beta > 0``, a number or one per replica; the chain targets
-            ``exp(-beta L_t)``. None: the model's default (linear 10, glm 30). See
+            ``exp(-beta L_t)``. None: the model's default (linear 10, glm 30, neural 0.5). See
             :func:`paper_inverse_temperature` for the paper's scaling.
         n_inner_steps: Langevin steps per round ``K`` (>= 1; one value for all replicas: it sets
             the shape of each round's noise draw).
         lambda_reg: Ridge weight ``lambda > 0`` of the loss, a number or one per replica. None: 1, or
-            ``agents.mlp.NEURAL_LAMBDA_REG`` (1e-3) for neural models.
+            2 for neural models (``NEURAL_DEFAULTS``: with ``beta = 0.5``, the prior ``N(0, 0.5)``).
         step_schedule: ``"inverse_t"`` (``eta_t = eta_0 / t``) or ``"constant"``.
         batch_size: Mini-batch size ``B`` of the gradients (stochastic gradient Langevin
             dynamics; rows drawn uniformly with replacement), or None for full batch. Only
@@ -118,8 +125,9 @@ class LMCTS(BanditAgent):
                  seed: int | list[int] | None = None, device: str | torch.device = "auto",
                  n_arms: int | None = None, dim: int | None = None, num_replicas: int | None = None) -> None:
         super().__init__(env, seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
-        if lambda_reg is None:  # neural: a small ridge (lambda = 1 shrank the weights to 0 in the first rounds)
-            lambda_reg = NEURAL_LAMBDA_REG if is_neural(model) else 1.0
+        neural = is_neural(model)
+        if lambda_reg is None:
+            lambda_reg = NEURAL_DEFAULTS["lambda_reg"] if neural else 1.0
         self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
         self.model = build_model(model, model_kwargs, self.num_replicas, self.dim, self.lambda_reg, self.device,
                                  self.keys)
@@ -139,11 +147,14 @@ class LMCTS(BanditAgent):
                                      batch_size=batch_size, train_every=self.train_every)
         if model_kwargs is not None:
             self._hyperparameters["model_kwargs"] = dict(model_kwargs)
-        self.step_size = self._hyperparameter(
-            "step_size", model_class.default_step_size if step_size is None else step_size, minimum=0, strict=True)
-        self.inverse_temperature = self._hyperparameter(
-            "inverse_temperature", model_class.default_inverse_temperature if inverse_temperature is None
-            else inverse_temperature, minimum=0, strict=True)
+        if step_size is None:
+            step_size = NEURAL_DEFAULTS["step_size"] if neural else model_class.default_step_size
+        if inverse_temperature is None:
+            inverse_temperature = (NEURAL_DEFAULTS["inverse_temperature"] if neural
+                                   else model_class.default_inverse_temperature)
+        self.step_size = self._hyperparameter("step_size", step_size, minimum=0, strict=True)
+        self.inverse_temperature = self._hyperparameter("inverse_temperature", inverse_temperature, minimum=0,
+                                                        strict=True)
         self._neural = getattr(self.model, "per_step_noise", False)
         self.theta = self.model.initial_params()  # (R, p)
         if not self._neural:

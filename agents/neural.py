@@ -45,22 +45,32 @@ class _NeuralAgent(BanditAgent):
         model: ``"mlp"``, an :class:`agents.mlp.MLP`, or an ``nn.Module`` mapping ``(..., d) -> (...)``.
         model_kwargs: Keywords of the model, e.g. ``{"hidden": (20, 20, 20), "activation": "relu"}``.
         exploration_scale: ``nu`` (UCB / TS), ``alpha`` (Neural-LinUCB) or ``c`` (epsilon-greedy),
-            ``>= 0``; a number or one per replica.
+            ``>= 0``; a number or one per replica. None: the agent's default (NeuralTS 3, NeuralUCB 1,
+            Neural-LinUCB 3, epsilon-greedy 1).
         lambda_reg: ``lambda > 0``: the loss's ridge weight and the design matrix's prior (default 1e-3,
             see ``agents.mlp.NEURAL_LAMBDA_REG``).
-        step_size: ``eta_0 > 0`` of ``eta_t = eta_0 / t``; a number or one per replica.
+        step_size: ``eta_0 > 0`` of ``eta_t = eta_0 / t``; a number or one per replica. None: the agent's
+            default (NeuralTS and NeuralUCB 0.003, Neural-LinUCB and epsilon-greedy 0.01).
         n_grad_steps: Gradient steps per training round (the paper: 100).
         batch_size: Mini-batch size ``B``, or None for full-batch gradients.
+
+    The defaults of ``exploration_scale`` and ``step_size`` are the best of a grid on ``QuadraticBandit-v0``
+    with ``n_grad_steps=10``, ``batch_size=32``, ``lambda = 1e-3`` (T = 3,000, 4 seeds;
+    ``benchmarks/results/quadratic_paper.md``): tuned on one problem and this budget, a starting point
+    elsewhere. ``eta_0 K`` (``K = n_grad_steps``) sets how hard the network fits its history: the step on the
+    mean loss is ``2 eta_0`` every round, so early rows are revisited about ``K B ln(t / i)`` times; with
+    ``eta_0 = 0.1`` the networks fitted the noise (training error 0.13-0.6 against a noise variance of 1).
         train_every: Train every ``n`` rounds (``n >= 1``).
         seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
     """
 
     default_exploration_scale = 1.0
+    default_step_size = 0.01
 
     def __init__(self, env=None, *, model: Any = "mlp", model_kwargs: dict | None = None,
-                 exploration_scale: Any = None, lambda_reg: Any = NEURAL_LAMBDA_REG, step_size: Any = 0.1,
+                 exploration_scale: Any = None, lambda_reg: Any = NEURAL_LAMBDA_REG, step_size: Any = None,
                  n_grad_steps: int = 10,
-                 batch_size: int | None = 64, train_every: int = 1, **kwargs) -> None:
+                 batch_size: int | None = 32, train_every: int = 1, **kwargs) -> None:
         super().__init__(env, **kwargs)
         self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
         self.model = build_model(model, model_kwargs, self.num_replicas, self.dim, self.lambda_reg, self.device,
@@ -70,7 +80,8 @@ class _NeuralAgent(BanditAgent):
         self.exploration_scale = self._hyperparameter(
             "exploration_scale", self.default_exploration_scale if exploration_scale is None else exploration_scale,
             minimum=0)
-        self.step_size = self._hyperparameter("step_size", step_size, minimum=0, strict=True)
+        self.step_size = self._hyperparameter(
+            "step_size", self.default_step_size if step_size is None else step_size, minimum=0, strict=True)
         self.n_grad_steps = check_int("n_grad_steps", n_grad_steps)
         self.batch_size = None if batch_size is None else check_int("batch_size", batch_size)
         self.train_every = check_int("train_every", train_every)
@@ -114,6 +125,8 @@ class _DiagonalAgent(_NeuralAgent):
     ``U`` ``(R, p)``, as the original implementations do (``Z`` is ``p x p``). ``g`` of every arm
     and every replica comes from one batched backward pass (``model.arm_gradients``).
     """
+
+    default_step_size = 0.003
 
     def __init__(self, env=None, **kwargs) -> None:
         super().__init__(env, **kwargs)
@@ -162,6 +175,8 @@ class NeuralTS(_DiagonalAgent):
         Zhang, Zhou, Li and Gu (2021), "Neural Thompson sampling", ICLR.
     """
 
+    default_exploration_scale = 3.0
+
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
         mean, width = self.widths(contexts)
         z = self._draws("normal", Stream.SAMPLE, (self.n_arms,)).to(self.device)  # (R, K)
@@ -181,6 +196,8 @@ class NeuralLinUCB(_NeuralAgent):
         Xu, Wen, Zhao and Gu (2022), "Neural contextual bandits with deep representation and
         shallow exploration", ICLR.
     """
+
+    default_exploration_scale = 3.0
 
     def __init__(self, env=None, **kwargs) -> None:
         super().__init__(env, **kwargs)
@@ -218,7 +235,7 @@ class NeuralEpsGreedy(_NeuralAgent):
         Riquelme, Tucker and Snoek (2018), "Deep Bayesian bandits showdown", ICLR.
     """
 
-    default_exploration_scale = 0.3
+    default_exploration_scale = 1.0
 
     def exploration_rate(self, t: int | None = None) -> torch.Tensor:
         """``epsilon_t = min(1, c / sqrt(t))`` per replica, ``(R,)``."""
