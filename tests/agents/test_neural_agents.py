@@ -123,3 +123,34 @@ def test_neural_ts_with_a_user_module():
     assert torch.isfinite(agent.theta).all() and (agent.diagonal > agent.lambda_reg[:, None]).any()
     with pytest.raises(ValueError, match="NeuralLinUCB needs"):
         NeuralLinUCB(n_arms=5, dim=3, seed=0, device="cpu", model=net)
+
+
+def test_minibatch_gradient_estimates_the_full_sum_gradient():
+    """The SGLD design decision (docs/agents.md): a mini-batch gradient is (n / B) x the sum over its rows
+    + 2 lambda theta, so that it estimates the gradient of the paper's full-sum loss. Exactly: the mean over
+    the n one-row batches {i} is the full gradient, and a batch holding every row once is the full gradient."""
+    agent = make(NeuralTS, 2, seed=0, lambda_reg=0.5)
+    play(agent, n=6)
+    model, theta = agent.model, agent.theta + 0.1  # away from the trained point: a non-trivial gradient
+    full = model.gradient(theta)
+    one_row = torch.stack([model.gradient(theta, torch.full((2, 1), i)) for i in range(6)]).mean(dim=0)
+    torch.testing.assert_close(one_row, full, rtol=1e-4, atol=1e-5)
+    every_row = torch.stack([torch.randperm(6, generator=torch.Generator().manual_seed(r)) for r in range(2)])
+    torch.testing.assert_close(model.gradient(theta, every_row), full, rtol=1e-4, atol=1e-5)
+
+
+def test_neural_defaults_are_the_tuned_values():
+    """LMCTS(model="mlp") takes eta_0, beta and lambda from NEURAL_DEFAULTS (not the linear model's); the
+    baselines their per-agent defaults (docs/agents.md, benchmarks/results/quadratic_paper.md)."""
+    from agents import LMCTS
+    from agents.lmcts import NEURAL_DEFAULTS
+
+    lmcts = LMCTS(n_arms=5, dim=3, model="mlp", seed=0, device="cpu")
+    assert {k: lmcts.hyperparameters()[k] for k in NEURAL_DEFAULTS} == NEURAL_DEFAULTS
+    assert LMCTS(n_arms=5, dim=3, seed=0, device="cpu").hyperparameters()["inverse_temperature"] == 10.0
+    expected = {NeuralTS: (0.003, 3.0), NeuralUCB: (0.003, 1.0), NeuralLinUCB: (0.01, 3.0),
+                NeuralEpsGreedy: (0.01, 1.0)}
+    for cls, (step_size, exploration_scale) in expected.items():
+        agent = cls(n_arms=5, dim=3, seed=0, device="cpu")
+        assert (agent.step_size.item(), agent.exploration_scale.item(), agent.batch_size) == pytest.approx(
+            (step_size, exploration_scale, 32))
