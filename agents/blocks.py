@@ -48,7 +48,7 @@ def split_blocks(x: torch.Tensor, n_blocks: int) -> BlockRows:
     blocks."""
     R, n, D = x.shape
     blocks = x.reshape(R, n, n_blocks, D // n_blocks)  # (R, n, N, d)
-    used = (blocks != 0).any(dim=-1)  # (R, n, N)
+    used = blocks.count_nonzero(dim=-1) > 0  # (R, n, N)
     if bool((used.sum(dim=-1) > 1).any()):
         raise ValueError(f"model_kwargs block_arms={n_blocks} needs one-hot-block features (each arm's features in "
                          f"one block of {D // n_blocks} of its {D} columns, zeros elsewhere), got a row with non-zeros "
@@ -80,15 +80,22 @@ def block_matmul(rows: BlockRows, weight: torch.Tensor) -> torch.Tensor:
     """``x W^T`` for rows in block form: ``W[:, block j] x`` for a row in block ``j``, ``(R, n, o)``.
 
     ``weight`` is the dense first layer ``(R, o, N d)``. Rows are grouped by block (padded to the largest
-    group), and each replica multiplies block ``j``'s rows by block ``j``'s columns: ``c N d o`` multiply-adds
-    per replica against the dense ``n N d o``, with ``c`` about ``n / N`` (one for an arm set).
+    group), and block ``j``'s rows meet block ``j``'s columns only: ``c N d o`` multiply-adds per replica
+    against the dense ``n N d o``, with ``c`` about ``n / N`` (one for an arm set). One product batched
+    over blocks per replica, on a strided view of the weights (a product batched over replicas too
+    copied them; one per (replica, block) made many small calls that waited for torch's thread pool).
     """
     R, n, d = rows.values.shape
     o = weight.shape[1]
+    per_block = weight.reshape(R, o, rows.n_blocks, d).permute(0, 2, 3, 1)  # (R, N, d, o), a view
+    if n == rows.n_blocks and torch.equal(rows.block, torch.arange(n, device=rows.block.device).expand(R, n)):
+        # an arm set, arm j in block j (the real-data envs): one matrix-vector product per (replica, arm); a
+        # batched product copied W here (20x slower, measured), and grouping rows costs passes over them
+        return torch.stack([torch.stack([rows.values[r, j] @ per_block[r, j] for j in range(n)])
+                            for r in range(R)])  # (R, K, o)
     index, width = _grouped(rows)
     padded = _padded(rows, index, width)  # (R, N, c, d)
-    per_block = weight.reshape(R, o, rows.n_blocks, d)  # (R, o, N, d), a view
-    z = torch.stack([torch.matmul(padded[r], per_block[r].permute(1, 2, 0)) for r in range(R)])  # (R, N, c, o)
+    z = torch.stack([torch.bmm(padded[r], per_block[r]) for r in range(R)])  # (R, N, c, o): no copy of W
     return z.reshape(-1, o).index_select(0, index).view(R, n, o)
 
 
@@ -104,12 +111,13 @@ def block_weight_gradient(delta: torch.Tensor, rows: BlockRows) -> torch.Tensor:
     return per_block.transpose(1, 2).reshape(R, o, rows.n_blocks * d)
 
 
-def block_outer_rows(delta: torch.Tensor, rows: BlockRows) -> torch.Tensor:
+def block_outer_rows(delta: torch.Tensor, rows: BlockRows, out: torch.Tensor | None = None) -> torch.Tensor:
     """Per row, ``delta x^T`` in the dense layout, flattened: ``(R, n, o N d)``, zero outside the row's block.
-    ``delta``: ``(R, n, o)``."""
+    ``delta``: ``(R, n, o)``. ``out``: a zero tensor of that shape to write into (e.g. a view of a larger one)."""
     R, n, d = rows.values.shape
     o = delta.shape[2]
     outer = delta[:, :, :, None, None] * rows.values[:, :, None, None, :]  # (R, n, o, 1, d)
-    full = delta.new_zeros(R, n, o, rows.n_blocks, d)
+    out = delta.new_zeros(R, n, o * rows.n_blocks * d) if out is None else out
     index = rows.block[:, :, None, None, None].expand(-1, -1, o, 1, d)
-    return full.scatter_(3, index, outer).reshape(R, n, o * rows.n_blocks * d)
+    out.view(R, n, o, rows.n_blocks, d).scatter_(3, index, outer)
+    return out

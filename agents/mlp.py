@@ -255,7 +255,8 @@ class MLPModel(_NeuralModel):
             else:
                 weight_grad = batched_matmul(delta.transpose(1, 2), h_in)  # (R, o, i)
             pieces += [weight_grad.flatten(1), delta.sum(dim=1)]  # dW (R, o i), db (R, o)
-        return torch.cat(pieces, dim=1) + 2.0 * self.lambda_reg[:, None] * params  # (R, p)
+        gradient = torch.cat(pieces, dim=1)  # (R, p)
+        return gradient.addcmul_(2.0 * self.lambda_reg[:, None], params)  # + 2 lambda theta, in place: one pass
 
     def arm_gradients(self, params: torch.Tensor, contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``f(x_k)`` ``(R, K)`` and ``g(x_k) = df(x_k; theta)/dtheta`` ``(R, K, p)`` for every arm, in one pass."""
@@ -264,8 +265,12 @@ class MLPModel(_NeuralModel):
         (delta, h_in), rest = steps[0], steps[1:]
         if not isinstance(h_in, BlockRows):
             return prediction, outer_rows(steps)
-        first = [block_outer_rows(delta, h_in), delta]  # (R, K, o i): zero outside each arm's block
-        return prediction, torch.cat([*first, outer_rows(rest)] if rest else first, dim=2)
+        R, K = prediction.shape
+        g = prediction.new_zeros(R, K, self.n_params)  # (R, K, p)
+        first = self.layer_shapes[0][0] * self.dim
+        block_outer_rows(delta, h_in, out=g[:, :, :first])  # first layer: zero outside each arm's block
+        g[:, :, first:] = torch.cat([delta, outer_rows(rest)], dim=2) if rest else delta
+        return prediction, g
 
     def gradient_norms(self, params: torch.Tensor, contexts: torch.Tensor,
                        weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -7,7 +7,8 @@ width 100 (the paper's "two layers of width 100": p = 3,072,201 parameters), LMC
 (``model_kwargs={"block_arms": 10}``, ``agents/blocks.py``). For each it times
 
 * arm selection: ``predict`` on ``--selections`` arm sets, scaled to 1,000 (Table 2's "arm selection");
-* full rounds: ``--rounds`` rounds of ``predict`` + ``update`` (``--steps`` Langevin or gradient
+* full rounds, after ``--history`` stored rows of random arms (a history spread over the blocks, as
+  in a long run): ``--rounds`` rounds of ``predict`` + ``update`` (``--steps`` Langevin or gradient
   steps on mini-batches of ``--batch`` rows each round), scaled to 1,000 rounds of 100 steps (Table 2's
   "total") as ``1,000 x (selection + 100 x (round - selection) / steps)``: an extrapolation, said so.
 
@@ -74,7 +75,11 @@ def measure(name: str, replicas: int, block: bool, args) -> tuple[float, float]:
     agent = make(name, replicas, block, args.steps, args.batch, args.device)
     sets = arm_sets(4, replicas, agent.device)
     rewards = torch.randint(2, (replicas,), generator=torch.Generator().manual_seed(1)).float()
-    for obs in sets[:2]:  # warm-up, and a history for the mini-batches
+    g = torch.Generator().manual_seed(2)
+    for i in range(args.history):  # a history of random arms (the steady state: rows spread over the blocks)
+        arms = torch.randint(N_ARMS, (replicas,), generator=g)
+        agent.model.add(sets[i % len(sets)][torch.arange(replicas), arms], rewards)
+    for obs in sets[:2]:  # warm-up
         agent.update(obs, agent.predict(obs)[0], rewards)
     sync(agent.device)
     start = time.perf_counter()
@@ -96,6 +101,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="timed full rounds (scaled to 1,000)")
     parser.add_argument("--steps", type=int, default=10, help="Langevin / gradient steps per round")
     parser.add_argument("--batch", type=int, default=64, help="mini-batch rows per step")
+    parser.add_argument("--history", type=int, default=300, help="random rows stored before the timing")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 5], help="replicas per batch")
     parser.add_argument("--agents", nargs="+", default=["LMCTS", "NeuralTS", "NeuralTS*"],
                         choices=["LMCTS", "NeuralTS", "NeuralTS*"])
@@ -104,7 +110,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"torch {torch.__version__}, device {args.device}, {torch.get_num_threads()} threads, load average "
           f"{os.getloadavg()[0]:.1f}; {args.selections} selections and {args.rounds} rounds of {args.steps} steps "
-          f"(mini-batch {args.batch}) timed per row, after 2 untimed rounds")
+          f"(mini-batch {args.batch}) timed per row, after {args.history} stored rows and 2 untimed rounds")
     print(f"| agent | seeds | first layer | 1,000 selections, s | one round of {args.steps} steps, s | 1,000 rounds of "
           "100 steps, s (extrapolated) | paper (V100, 1 seed): selection / total, s |")
     print("|---|---|---|---|---|---|---|")
