@@ -133,7 +133,7 @@ class LMCTS(BanditAgent):
                                  self.keys)
         model_class = type(self.model)
         if isinstance(model, MLP):
-            model, model_kwargs = "mlp", {"hidden": list(model.hidden), "activation": model.activation}
+            model, model_kwargs = "mlp", model.kwargs()  # saved as a description (block_arms included)
         self.train_every = check_int("train_every", train_every)
         self.step_schedule = check_choice("step_schedule", step_schedule, STEP_SCHEDULES)
         self.n_inner_steps = check_int("n_inner_steps", n_inner_steps)

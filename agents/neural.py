@@ -134,9 +134,9 @@ class _DiagonalAgent(_NeuralAgent):
 
     def widths(self, contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``f(x_k)`` and ``sigma(x_k)`` for every arm, ``(R, K, d) -> (R, K), (R, K)``."""
-        mean, g = self.model.arm_gradients(self.theta, contexts)  # (R, K), (R, K, p)
-        width = (self.lambda_reg[:, None] * (g**2 / self.diagonal[:, None, :]).sum(dim=-1)).sqrt()  # (R, K)
-        return mean, width
+        # sum_j g_j(x_k)^2 / U_j, from the model without forming the (R, K, p) gradients where it can
+        mean, squares = self.model.gradient_norms(self.theta, contexts, 1.0 / self.diagonal)  # (R, K), (R, K)
+        return mean, (self.lambda_reg[:, None] * squares).sqrt()
 
     def _explore_update(self, x: torch.Tensor) -> None:
         _, g = self.model.arm_gradients(self.theta, x[:, None, :])  # (R, 1, p)

@@ -119,3 +119,13 @@ def test_agents_with_block_arms_follow_the_dense_agents(cls):
         for agent in agents:
             agent.update(arm_set, actions, arm_set[:, 0, :D_BLOCK].sum(dim=1))
     torch.testing.assert_close(agents[1].theta, agents[0].theta, rtol=1e-4, atol=1e-5)
+
+
+def test_an_mlp_object_keeps_its_block_setting_in_the_agent(tmp_path):
+    """``LMCTS(model=MLP(block_arms=N))`` runs and saves the block layer, not a dense one."""
+    from agents.mlp import MLP
+
+    agent = LMCTS(n_arms=3, dim=12, model=MLP(hidden=(8,), block_arms=3), device="cpu", seed=0)
+    assert agent.hyperparameters()["model_kwargs"]["block_arms"] == 3
+    agent.save(tmp_path / "agent.pt")
+    assert LMCTS.load(tmp_path / "agent.pt").hyperparameters()["model_kwargs"]["block_arms"] == 3
