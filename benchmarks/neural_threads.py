@@ -32,9 +32,9 @@ def run(name: str, rounds: int, replicas: int) -> tuple[float, float]:
                        device="cpu", horizon=rounds)
     common = {"batch_size": 32, "seed": 0, "device": "cpu", "model_kwargs": {"activation": "leaky_relu"}}
     if name == "NeuralTS":
-        agent = NeuralTS(env, n_grad_steps=10, step_size=0.1, **common)
+        agent = NeuralTS(env, n_grad_steps=10, **common)  # the tuned defaults otherwise
     else:
-        agent = LMCTS(env, model="mlp", n_inner_steps=10, step_size=0.03, inverse_temperature=1000.0, **common)
+        agent = LMCTS(env, model="mlp", n_inner_steps=10, **common)
     start = time.perf_counter()
     agent.learn(env)
     return time.perf_counter() - start, float(agent.history["regret"].sum(axis=0).mean())
