@@ -12,8 +12,7 @@ width 100 (the paper's "two layers of width 100": p = 3,072,201 parameters), LMC
   steps on mini-batches of ``--batch`` rows each round), scaled to 1,000 rounds of 100 steps (Table 2's
   "total") as ``1,000 x (selection + 100 x (round - selection) / steps)``: an extrapolation, said so.
 
-``NeuralTS*`` is NeuralTS with its widths from ``model.gradient_norms`` (no ``(R, K, p)`` per-arm
-gradient tensor): the change proposed for ``agents/neural.py``; the same numbers.
+NeuralTS computes its widths with ``model.gradient_norms`` (no ``(R, K, p)`` per-arm gradient tensor).
 
     python benchmarks/cifar_size.py                      # the default sizes: a few minutes on 2 CPU cores
     python benchmarks/cifar_size.py --device cuda --selections 200 --rounds 50
@@ -35,14 +34,6 @@ N_ARMS, BLOCK = 10, 3 * 32 * 32  # CIFAR10: 10 classes, 3,072 values per image
 PAPER = {"LMCTS": (9.0, 662.7), "NeuralTS": (174.1, 776.0)}
 
 
-class NeuralTSNorms(NeuralTS):
-    """NeuralTS with ``widths`` from the model's weighted gradient norms (the proposed ``agents/neural.py``)."""
-
-    def widths(self, contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        mean, squares = self.model.gradient_norms(self.theta, contexts, 1.0 / self.diagonal)  # (R, K), (R, K)
-        return mean, (self.lambda_reg[:, None] * squares).sqrt()
-
-
 def arm_sets(count: int, replicas: int, device: torch.device, seed: int = 0) -> list[torch.Tensor]:
     """``count`` random arm sets of CIFAR10's form, ``(R, K, K d)``: arm j holds the example in block j."""
     g = torch.Generator().manual_seed(seed)
@@ -62,7 +53,7 @@ def make(name: str, replicas: int, block: bool, steps: int, batch: int, device: 
                   batch_size=batch, seed=0, device=device)
     if name == "LMCTS":
         return LMCTS(n_inner_steps=steps, step_size=1e-3, inverse_temperature=1e4, **common)
-    return (NeuralTSNorms if name == "NeuralTS*" else NeuralTS)(n_grad_steps=steps, step_size=1e-3, **common)
+    return NeuralTS(n_grad_steps=steps, step_size=1e-3, **common)
 
 
 def sync(device: torch.device) -> None:
@@ -103,8 +94,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64, help="mini-batch rows per step")
     parser.add_argument("--history", type=int, default=300, help="random rows stored before the timing")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 5], help="replicas per batch")
-    parser.add_argument("--agents", nargs="+", default=["LMCTS", "NeuralTS", "NeuralTS*"],
-                        choices=["LMCTS", "NeuralTS", "NeuralTS*"])
+    parser.add_argument("--agents", nargs="+", default=["LMCTS", "NeuralTS"], choices=["LMCTS", "NeuralTS"])
     parser.add_argument("--layers", nargs="+", default=["dense", "block"], choices=["dense", "block"])
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()

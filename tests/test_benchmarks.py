@@ -70,12 +70,12 @@ def test_growing_table_keeps_the_file_whole(tmp_path, capsys):
 def test_cifar_size_prints_every_row():
     out = subprocess.run(
         [sys.executable, "benchmarks/cifar_size.py", "--selections", "1", "--rounds", "1", "--steps", "1",
-         "--seeds", "1", "2", "--agents", "LMCTS", "NeuralTS*"],
+         "--seeds", "1", "2", "--agents", "LMCTS", "NeuralTS"],
         cwd=ROOT, capture_output=True, text=True, check=True, timeout=600,
     ).stdout
     rows = [line.split(" | ") for line in out.splitlines() if line.startswith(("| LMCTS", "| NeuralTS"))]
     assert [(row[0], row[1], row[2]) for row in rows] == [
-        (f"| {agent}", seeds, layer) for agent in ("LMCTS", "NeuralTS*") for seeds in ("1", "2")
+        (f"| {agent}", seeds, layer) for agent in ("LMCTS", "NeuralTS") for seeds in ("1", "2")
         for layer in ("dense", "block")], out
     for row in rows:  # positive times; the extrapolated total includes 1,000 selections
         selection, round_seconds, total = float(row[3]), float(row[4]), float(row[5])
