@@ -64,8 +64,9 @@ def agent_hyperparameters(cls: type) -> dict[str, Any]:
     """The keyword hyperparameters of an agent class and their defaults, in the constructor's order.
 
     Keywords that a constructor passes on through ``**kwargs`` are read from its base classes.
-    A default of None means the agent derives the value (from the env or its other settings):
-    see the class's docstring.
+    A None default that the class resolves from a ``default_<name>`` class attribute (the neural
+    agents' tuned step sizes and exploration scales) is shown as that value; any other None means the
+    agent derives the value (from the env or its other settings): see the class's docstring.
     """
     hyperparameters: dict[str, Any] = {}
     for klass in cls.__mro__:
@@ -77,6 +78,8 @@ def agent_hyperparameters(cls: type) -> dict[str, Any]:
                 passes_on = True
             elif parameter.kind is not parameter.VAR_POSITIONAL and parameter.name not in NOT_HYPERPARAMETERS:
                 default = None if parameter.default is parameter.empty else parameter.default
+                if default is None:
+                    default = getattr(cls, f"default_{parameter.name}", None)
                 hyperparameters.setdefault(parameter.name, default)
         if not passes_on:
             break

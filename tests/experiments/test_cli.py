@@ -125,6 +125,17 @@ def test_every_listed_hyperparameter_is_accepted_by_its_agent():
         cls(n_arms=3, dim=2, num_replicas=1, seed=0, device="cpu", **kwargs)  # a TypeError names a wrong listing
 
 
+def test_agents_lists_the_defaults_an_agent_resolves_from_its_class():
+    from agents.neural import NeuralTS, NeuralUCB
+    from experiments import catalog
+
+    for cls in (NeuralTS, NeuralUCB):
+        listed = catalog.agent_hyperparameters(cls)
+        agent = cls(n_arms=3, dim=2, num_replicas=1, seed=0, device="cpu")
+        assert listed["step_size"] == agent.hyperparameters()["step_size"] is not None
+        assert listed["exploration_scale"] == agent.hyperparameters()["exploration_scale"] is not None
+
+
 def test_demo_on_a_dataset_env_without_its_data_says_how_to_get_it(capsys, tmp_path, monkeypatch):
     pytest.importorskip("pandas")  # with the datasets extra; without it the missing extra is named (test_layers.py)
     monkeypatch.setenv("OPENML_CACHE_DIR", str(tmp_path / "empty"))
