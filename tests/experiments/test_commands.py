@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import math
-import textwrap
 
 import numpy as np
 import pytest
@@ -24,10 +23,8 @@ agents:
 
 
 @pytest.fixture
-def config_file(tmp_path):
-    path = tmp_path / "cli.yaml"
-    path.write_text(textwrap.dedent(CONFIG))
-    return path
+def config_file(write_config):
+    return write_config(CONFIG, "cli.yaml")
 
 
 def _one_line_error(capsys, argv: list[str], status: int) -> str:

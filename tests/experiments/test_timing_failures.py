@@ -4,7 +4,6 @@ that do not stop the others, diverged points named with their error, ``--env-kwa
 from __future__ import annotations
 
 import csv
-import textwrap
 
 import gymnasium as gym
 import numpy as np
@@ -30,10 +29,8 @@ agents:
 
 
 @pytest.fixture
-def config_file(tmp_path):
-    path = tmp_path / "timing.yaml"
-    path.write_text(textwrap.dedent(CONFIG))
-    return path
+def config_file(write_config):
+    return write_config(CONFIG, "timing.yaml")
 
 
 @pytest.mark.parametrize("make", [
