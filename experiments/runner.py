@@ -41,11 +41,21 @@ from experiments.results import ResultsDir, final_regret_stats, package_versions
 
 
 def make_env(config: ExperimentConfig, num_replicas: int, device: str) -> gym.vector.VectorEnv:
-    """The native batched env of ``config`` with ``num_replicas`` replicas and the config's horizon."""
+    """The native batched env of ``config`` with ``num_replicas`` replicas and the config's horizon.
+
+    The horizon governs: the episode is made as long as it (``max_episode_steps=horizon``, which ``make_vec``
+    passes to the vector entry point instead of the registry's limit), so a horizon above the registry's
+    ``max_episode_steps`` (10,000) plays every round instead of ending the episode early.
+    """
     import bandit_gym  # noqa: F401  (registers the ids)
 
+    kwargs = dict(config.env_kwargs)
+    steps = kwargs.pop("max_episode_steps", config.horizon)
+    if steps != config.horizon:
+        raise ValueError(f"env_kwargs.max_episode_steps: the runner plays one episode of the config's horizon "
+                         f"({config.horizon}), got max_episode_steps={steps!r}; leave it out")
     return gym.make_vec(config.env, num_envs=num_replicas, vectorization_mode="vector_entry_point",
-                        horizon=config.horizon, device=device, **config.env_kwargs)
+                        horizon=config.horizon, max_episode_steps=config.horizon, device=device, **kwargs)
 
 
 def build_agent(spec: AgentSpec, config: ExperimentConfig, env: gym.vector.VectorEnv, device: str,
