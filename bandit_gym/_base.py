@@ -19,6 +19,7 @@ episode's key (the first one draws a seed from ``self.np_random``).
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import warnings
 from abc import ABC, abstractmethod
@@ -27,6 +28,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
@@ -115,6 +117,10 @@ class BanditSimulator(ABC):
     def truncated(self) -> bool:
         return self.t >= self.horizon
 
+    def spec_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The keywords an env's ``spec`` records, given those it was made with (here: the same)."""
+        return kwargs
+
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in self.derived}
 
@@ -137,6 +143,14 @@ def render_text(sim: BanditSimulator, replica: int, last_action: int | None) -> 
             f"expected rewards: {means}\n")
 
 
+def _spec_with_horizon(spec: EnvSpec | None, episode_steps: int, sim: BanditSimulator) -> EnvSpec | None:
+    """``spec`` as ``gym.make`` / ``gym.make_vec`` set it, with ``max_episode_steps`` the rounds an episode
+    really has and the keywords the simulator records (:meth:`BanditSimulator.spec_kwargs`)."""
+    if spec is None:
+        return None
+    return dataclasses.replace(spec, max_episode_steps=episode_steps, kwargs=sim.spec_kwargs(dict(spec.kwargs)))
+
+
 def _action_error(action: Any, n_arms: int, why: str) -> ValueError:
     return ValueError(f"action must be an integer arm index in [0, {n_arms}) (Discrete({n_arms})); "
                       f"got {action!r} of type {type(action).__name__}: {why}")
@@ -153,6 +167,7 @@ class BanditEnv(gym.Env):
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
     simulator_class: type[BanditSimulator]
+    _spec: EnvSpec | None = None
 
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
         check_keywords(type(self), self.simulator_class, kwargs, ("render_mode",))
@@ -163,6 +178,21 @@ class BanditEnv(gym.Env):
             self.sim.feature_low, self.sim.feature_high, shape=(self.n_arms, self.dim), dtype=np.float32)
         self.action_space = gym.spaces.Discrete(self.n_arms)
         self._last_action: int | None = None
+
+    @property
+    def spec(self) -> EnvSpec | None:
+        """How ``gym.make`` made this env; its ``max_episode_steps`` is the env's ``horizon``.
+
+        The registry declares no ``max_episode_steps``, so ``gym.make`` adds no ``TimeLimit`` that a larger
+        ``horizon`` would run into: the env truncates itself at its horizon, and its spec says so (what
+        ``TimeAwareObservation`` reads). ``gym.make(id, max_episode_steps=n)`` still adds a ``TimeLimit``,
+        whose spec then says ``n``.
+        """
+        return self._spec
+
+    @spec.setter
+    def spec(self, spec: EnvSpec | None) -> None:
+        self._spec = _spec_with_horizon(spec, self.horizon, self.sim)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if seed is not None:
@@ -224,6 +254,7 @@ class BanditVectorEnv(VectorEnv):
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1, "autoreset_mode": AutoresetMode.NEXT_STEP}
     simulator_class: type[BanditSimulator]
+    _spec: EnvSpec | None = None
 
     def __init__(self, num_envs: int = 1, device: str | torch.device = "cpu", array_type: str | None = None,
                  render_mode: str | None = None, max_episode_steps: int | None = None, **kwargs: Any) -> None:
@@ -248,6 +279,15 @@ class BanditVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self._needs_reset = False
         self._last_actions: torch.Tensor | None = None
+
+    @property
+    def spec(self) -> EnvSpec | None:
+        """How ``gym.make_vec`` made this env; its ``max_episode_steps`` is ``min(horizon, max_episode_steps)``."""
+        return self._spec
+
+    @spec.setter
+    def spec(self, spec: EnvSpec | None) -> None:
+        self._spec = _spec_with_horizon(spec, self.episode_steps, self.sim)
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
         if options:

@@ -16,7 +16,7 @@ from typing import Any
 import gymnasium as gym
 import yaml
 
-_ALLOWED_KEYS = {"entry_point", "vector_entry_point", "kwargs", "max_episode_steps"}
+_ALLOWED_KEYS = {"entry_point", "vector_entry_point", "kwargs"}
 _ENTRY_POINT = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _ENV_ID = re.compile(r"^[A-Za-z][\w-]*-v\d+$")
 
@@ -31,10 +31,12 @@ def registry_path() -> Path:
 
 
 def load_registry(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
-    """Read and validate a registry file; return ``{id: {entry_point, vector_entry_point, kwargs, max_episode_steps}}``.
+    """Read and validate a registry file; return ``{id: {entry_point, vector_entry_point, kwargs}}``.
 
-    ``max_episode_steps`` (the spec's episode length, which Gymnasium's ``TimeLimit`` and
-    ``TimeAwareObservation`` read) is the entry's ``horizon`` keyword unless the entry gives it.
+    An entry declares no ``max_episode_steps``: the envs truncate themselves at their ``horizon``
+    keyword, and a registered ``max_episode_steps`` would make ``gym.make`` add a ``TimeLimit`` that
+    cuts a larger horizon short. A made env's ``spec.max_episode_steps`` is its horizon
+    (:attr:`bandit_gym.BanditEnv.spec`).
     """
     path = Path(path) if path is not None else registry_path()
     try:
@@ -50,6 +52,9 @@ def load_registry(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
             raise RegistryError(f"{where}: the id must look like 'Name-v0'")
         if not isinstance(entry, dict):
             raise RegistryError(f"{where}: expected a mapping with keys {sorted(_ALLOWED_KEYS)}, got {entry!r}")
+        if "max_episode_steps" in entry:
+            raise RegistryError(f"{where}: max_episode_steps is not accepted: the env truncates itself at its "
+                                "horizon keyword, and a registered TimeLimit would cut a larger horizon short")
         unknown = set(entry) - _ALLOWED_KEYS
         if unknown:
             raise RegistryError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_ALLOWED_KEYS)}")
@@ -62,15 +67,10 @@ def load_registry(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
         kwargs = entry.get("kwargs", {})
         if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
             raise RegistryError(f"{where}: kwargs must be a mapping of keyword names to values, got {kwargs!r}")
-        steps = entry.get("max_episode_steps", kwargs.get("horizon"))
-        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
-            raise RegistryError(f"{where}: max_episode_steps (or the horizon keyword) must be an integer >= 1, "
-                                f"got {steps!r}")
         entries[env_id] = {
             "entry_point": entry["entry_point"],
             "vector_entry_point": entry.get("vector_entry_point"),
             "kwargs": dict(kwargs),
-            "max_episode_steps": steps,
         }
     return entries
 
@@ -86,7 +86,6 @@ def register_envs(path: str | Path | None = None) -> list[str]:
             entry_point=entry["entry_point"],
             vector_entry_point=entry["vector_entry_point"],
             kwargs=entry["kwargs"],
-            max_episode_steps=entry["max_episode_steps"],
             disable_env_checker=False,
         )
     return list(entries)

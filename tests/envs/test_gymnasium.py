@@ -119,19 +119,40 @@ def test_seeds_follow_gymnasium_rules(make_env, env_id):
 
 @pytest.mark.parametrize("env_id", ALL_IDS)
 def test_spec_declares_the_horizon_as_max_episode_steps(make_env, env_id):
-    spec = gym.spec(env_id)
-    assert spec.max_episode_steps is not None
-    if env_id in SYNTHETIC_IDS:
-        assert spec.max_episode_steps == spec.kwargs["horizon"]
+    assert gym.spec(env_id).max_episode_steps is None  # no registered TimeLimit to cut a larger horizon
     env = make_env(env_id, small=False)
-    if env_id in USER_DATA_IDS:  # the horizon is the user's data's: min(10_000, rows)
-        assert env.unwrapped.horizon <= spec.max_episode_steps == env.spec.max_episode_steps
-    else:
-        assert env.unwrapped.horizon == spec.max_episode_steps == env.spec.max_episode_steps
+    assert not isinstance(env, gym.wrappers.TimeLimit)
+    assert env.spec.max_episode_steps == env.unwrapped.horizon
+    vector = make_env(env_id, num_envs=2, small=False)
+    assert vector.spec.max_episode_steps == vector.unwrapped.horizon == env.unwrapped.horizon
     # Wrappers that need the episode length accept the env.
     wrapped = gym.wrappers.TimeAwareObservation(make_env(env_id))
     obs, _ = wrapped.reset(seed=0)
     assert wrapped.observation_space.contains(obs)
+
+
+def _rounds_until_truncated(env, limit: int) -> int:
+    env.reset(seed=0)
+    for t in range(1, limit + 1):
+        truncated = env.step(np.zeros(env.num_envs, np.int64) if hasattr(env, "num_envs") else 0)[3]
+        if np.all(truncated):
+            return t
+    return limit + 1
+
+
+@pytest.mark.parametrize("how", ["make", "sync", "vector_entry_point"])
+def test_a_horizon_above_the_registered_default_governs(how):
+    # The registered default is 10,000 rounds; Gymnasium's TimeLimit used to cut a larger horizon there.
+    horizon, small = 10_003, {"n_arms": 2, "dim": 1}
+    if how == "make":
+        env = gym.make("LinearBandit-v0", horizon=horizon, **small)
+    else:
+        env = gym.make_vec("LinearBandit-v0", num_envs=1, vectorization_mode=how, horizon=horizon, **small)
+    assert env.spec.max_episode_steps == (None if how == "sync" else horizon)  # SyncVectorEnv's own spec
+    assert _rounds_until_truncated(env, horizon) == horizon
+    # Asking for a TimeLimit still gets one, and the spec says so.
+    short = gym.make("LinearBandit-v0", horizon=horizon, max_episode_steps=7, **small)
+    assert short.spec.max_episode_steps == 7 and _rounds_until_truncated(short, 10) == 7
 
 
 def test_huge_env_is_refused_up_front_with_a_memory_estimate():
