@@ -39,6 +39,9 @@ class DatasetBanditSimulator(BanditSimulator):
         X, y: Your features and labels: numpy arrays, a pandas DataFrame with a Series or the name of
             its label column as ``y``, or an sklearn ``Bunch`` as ``X`` alone
             (:func:`bandit_gym.datasets.prepare_dataset`). The prepared arrays travel in a pickle.
+        data: What the env's ``spec`` holds in place of ``X, y`` (an
+            :class:`~bandit_gym.datasets.sources.InMemoryData`: the prepared data, named by their
+            shape, preprocessing and sha256), so that ``gym.make(env.spec)`` plays the same data.
         target: The class attribute of an OpenML dataset (default: its description's).
         feature_names: Names of the columns of an array ``X``.
         horizon: Rounds per episode ``T``; default ``min(10_000, rows)``. Rows are drawn without
@@ -64,6 +67,7 @@ class DatasetBanditSimulator(BanditSimulator):
         data_id: int | None = None,
         X: Any = None,  # scikit-learn's name for the feature matrix
         y: Any = None,
+        data: str | None = None,
         target: str | None = None,
         feature_names: Sequence[str] | None = None,
         horizon: int | None = None,
@@ -79,7 +83,7 @@ class DatasetBanditSimulator(BanditSimulator):
         super().__init__(num_replicas, device)
         #: The data and how a loaded pickle gets them again (a user's X, y travel in the pickle).
         self.source = open_source(
-            dataset=dataset, data_id=data_id, X=X, y=y, target=target, feature_names=feature_names,
+            dataset=dataset, data_id=data_id, X=X, y=y, data=data, target=target, feature_names=feature_names,
             encoding=encoding, scaling=scaling, missing=missing, cache_dir=cache_dir, download=download,
             verify_checksums=verify_checksums)
         self._attach_data()
@@ -112,6 +116,13 @@ class DatasetBanditSimulator(BanditSimulator):
                      f"{self.num_replicas} replica(s) of {title} ({self.n_arms} arms x dim {self.dim})")
         self.rows: torch.Tensor | None = None  # (R, T) row indices of this episode, in visiting order
         self._labels_now: torch.Tensor | None = None  # (R,) true classes of the current round
+
+    def spec_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The user's ``X, y`` (and ``feature_names``) give way to ``data``: their prepared data, named in text."""
+        if self.source.kind != "arrays":
+            return kwargs
+        own = {k: v for k, v in kwargs.items() if k not in ("X", "y", "feature_names", "data")}
+        return {**own, "X": None, "y": None, "data": self.source.handle}
 
     def _attach_data(self) -> None:
         self.data = self.source.data

@@ -205,6 +205,38 @@ def test_a_pickle_carries_the_users_data_and_continues_the_run():
     assert_same(play(clone, 10), play(env, 10))
 
 
+@pytest.mark.parametrize("form", ["numpy", "frame+column"])
+def test_the_spec_of_a_users_data_env_is_json_comparable_and_makes_the_same_env(form):
+    frame = made_up()
+    kwargs = ({"X": frame[["width", "height"]].to_numpy(), "y": frame["label"].to_numpy()} if form == "numpy"
+              else {"X": frame, "y": "label"})
+    env = gym.make("ClassificationBandit-v0", horizon=12, **kwargs)
+    spec = env.spec
+    assert spec.kwargs["X"] is None and spec.kwargs["y"] is None  # the arrays stay out of the spec
+    assert str(spec.kwargs["data"]).startswith("X, y: 30 rows, ") and "sha256 " in spec.kwargs["data"]
+    assert gym.envs.registration.EnvSpec.from_json(spec.to_json()) == spec  # JSON, and back to an equal spec
+    assert spec == pickle.loads(pickle.dumps(spec))  # copies compare (a DataFrame in the spec used to raise)
+    other = gym.make("ClassificationBandit-v0", horizon=12, X=made_up(seed=1), y="label")
+    assert other.spec != spec  # other data, other spec
+    for remade in (gym.make(spec), gym.make(gym.envs.registration.EnvSpec.from_json(spec.to_json()))):
+        assert remade.spec == spec
+        assert_same(rollout(remade, seed=4, steps=12), rollout(env, seed=4, steps=12))
+    venv = gym.make_vec(spec, num_envs=2, vectorization_mode=VECTOR)
+    assert venv.spec.to_json() and venv.spec.kwargs["data"] == spec.kwargs["data"]
+    np.testing.assert_array_equal(venv.reset(seed=4)[0][0], env.reset(seed=4)[0])
+    sync = gym.make_vec(spec, num_envs=2, vectorization_mode="sync")
+    np.testing.assert_array_equal(sync.reset(seed=4)[0][0], env.reset(seed=4)[0])
+
+
+def test_a_spec_data_name_with_other_options_or_unknown_here_is_refused():
+    spec = gym.make("ClassificationBandit-v0", X=made_up(), y="label").spec
+    with pytest.raises(ValueError, match=r"scaling='none' differs from the scaling='l2' that data= was prepared with"):
+        gym.make(spec, scaling="none")
+    unknown = str(spec.kwargs["data"]).replace("sha256 ", "sha256 0")
+    with pytest.raises(ValueError, match=r"data='X, y: 30 rows.*' names no data of this process.*pass X=..., y=..."):
+        gym.make("ClassificationBandit-v0", data=unknown)
+
+
 def test_a_pickled_cached_dataset_env_holds_no_data_and_reads_them_again(small_cache):
     env = gym.make("OpenMLBandit-v0", data_id=40685, cache_dir=small_cache, horizon=20)
     env.reset(seed=0)
