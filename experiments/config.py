@@ -19,11 +19,15 @@ Every grid point times every seed of one agent runs as ONE batched agent on ONE 
 replica. Checking a config builds each agent once on its batched env (no round is played): a
 bad name or value is reported as ``FILE:LINE: where: what (accepted: ...)``.
 
-Numbers such as ``1e-3`` are read as floats (plain YAML 1.1 reads them as strings).
+Numbers such as ``1e-3`` are read as floats (plain YAML 1.1 reads them as strings). A config holds
+plain mappings, lists, numbers and strings: a YAML tag (``!!python/object/apply:...``, ``!custom``) is
+refused, naming it and its line, and a document that expands to more than :data:`MAX_VALUES` values
+(an "alias bomb") is refused before it is built.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -100,24 +104,51 @@ _Loader.add_implicit_resolver(
     "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
 
 
+#: The most values (mappings, lists and scalars, counting every repeat of an alias) a config may
+#: expand to: a shipped config has about a hundred; nine levels of nine aliases ("alias bomb")
+#: would expand to 9^9 and fill the memory.
+MAX_VALUES = 100_000
+#: The tags a config's values may carry, explicitly or as YAML resolves them; any other (``!!python/...``,
+#: ``!custom``) is refused rather than dropped.
+SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "str", "timestamp"))
+
+
+def _short_tag(tag: str) -> str:
+    return tag.replace("tag:yaml.org,2002:", "!!", 1)
+
+
 class _Located:
     """Python values of a YAML document and the line of every node, by path."""
 
     def __init__(self, source: str) -> None:
         self.source = source
         self.lines: dict[tuple, int] = {}
+        self.values = 0
 
     def error(self, path: tuple, message: str) -> ConfigError:
         line = next((self.lines[path[:n]] for n in range(len(path), -1, -1) if path[:n] in self.lines), 1)
         where = ".".join(str(p) for p in path)
         return ConfigError(f"{self.source}:{line}: {where + ': ' if where else ''}{message}")
 
-    def build(self, loader: yaml.SafeLoader, node: yaml.Node, path: tuple = ()) -> Any:
-        self.lines[path] = node.start_mark.line + 1
+    def build(self, loader: yaml.SafeLoader, node: yaml.Node, path: tuple | None = ()) -> Any:
+        """The Python value of ``node``, recording its line under ``path`` (None: a mapping's key, not recorded)."""
+        line = node.start_mark.line + 1
+        if path is not None:
+            self.lines[path] = line
+        where = f"{self.source}:{line}: " + (".".join(str(p) for p in path) + ": " if path else "")
+        self.values += 1
+        if self.values > MAX_VALUES:
+            top = f"{path[0]}: " if path else ""  # the top-level key: the path of a 9-level bomb reads badly
+            raise ConfigError(f"{self.source}:{line}: {top}the document expands to more than {MAX_VALUES:,} values "
+                              "(each use of a YAML alias repeats what it points to); a config is much smaller")
+        expected = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
+        if node.tag not in SCALAR_TAGS and node.tag != expected.get(type(node)):
+            raise ConfigError(f"{where}the YAML tag {_short_tag(node.tag)!r} is not accepted "
+                              "(a config holds plain mappings, lists, numbers and strings; remove the tag)")
         if isinstance(node, yaml.MappingNode):
             result: dict[str, Any] = {}
             for key_node, value_node in node.value:
-                key = loader.construct_object(key_node)
+                key = self.build(loader, key_node, None)
                 if not isinstance(key, str):
                     raise ConfigError(f"{self.source}:{key_node.start_mark.line + 1}: keys must be names, got {key!r}")
                 if key in result:
@@ -140,6 +171,8 @@ def _parse(text: str, source: str) -> tuple[Any, _Located]:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
         raise ConfigError(f"{source}:{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}:1: the YAML is nested too deeply to be a config") from None
     finally:
         loader.dispose()
     return data, located
@@ -191,7 +224,7 @@ def load_config(path: str | Path, *, seeds: int | None = None, horizon: int | No
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"config {str(path)!r} does not exist (the configs/ folder has one per experiment)")
+        raise FileNotFoundError(missing_config_message(path))
     data, located = _parse(path.read_text(), str(path))
     if not isinstance(data, dict):
         raise located.error((), f"a config is a mapping with the keys {', '.join(TOP_LEVEL_KEYS)}; got {data!r}")
@@ -210,12 +243,15 @@ def load_config(path: str | Path, *, seeds: int | None = None, horizon: int | No
         env_id = catalog.check_env_id(data["env"])
     except ValueError as exc:
         raise located.error(("env",), str(exc)) from None
+    command_line = dict(env_kwargs or {})
     env_kwargs = {**_mapping(located, data.get("env_kwargs"), ("env_kwargs",), "keywords of gym.make_vec"),
-                  **(env_kwargs or {})}
+                  **command_line}
     for key in ("horizon", "num_envs", "vectorization_mode"):
         if key in env_kwargs:
-            raise located.error(("env_kwargs", key), f"{key!r} is set by the runner"
-                                + (" (use the top-level 'horizon')" if key == "horizon" else ""))
+            message = f"{key!r} is set by the runner" + (" (use the top-level 'horizon')" if key == "horizon" else "")
+            if key in command_line:
+                raise ConfigError(f"argument --env-kwargs: {message}")
+            raise located.error(("env_kwargs", key), message)
     config_horizon = _count(located, data, "horizon", 1)
     config_seeds = _count(located, data, "seeds", 1)
     first_seed = _count(located, data, "seed", 0) if "seed" in data else 0
@@ -228,8 +264,29 @@ def load_config(path: str | Path, *, seeds: int | None = None, horizon: int | No
         seeds=seeds if seeds is not None else config_seeds, agents=specs, env_kwargs=env_kwargs,
         seed=first_seed, description=str(data.get("description", "")).strip(), source=str(path))
     if check_agents:
-        _check_by_building(located, config)
+        _check_by_building(located, config, command_line)
     return config
+
+
+def missing_config_message(path: Path) -> str:
+    """``config 'configs/quickstart.yml' does not exist; did you mean 'configs/quickstart.yaml'? ...``.
+
+    The closest name among the YAML files beside ``path`` and in ``configs/`` (a wrong extension, a typo,
+    or the folder left out).
+    """
+    candidates: dict[str, Path] = {}
+    for folder in dict.fromkeys([path.parent, Path("configs"), path.parent / "configs"]):
+        if folder.is_dir():
+            for found in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
+                candidates.setdefault(found.stem.lower() + found.suffix, found)
+    wanted = path.stem.lower() + (path.suffix if path.suffix in (".yaml", ".yml") else ".yaml")
+    stem = path.stem.lower()
+    same_stem = [found for key, found in candidates.items() if key.rsplit(".", 1)[0] == stem]
+    prefixed = [found for key, found in candidates.items() if stem and key.startswith(stem)]
+    spelled = [candidates[key] for key in difflib.get_close_matches(wanted, list(candidates), n=1)]
+    close = same_stem or prefixed or spelled
+    hint = f"; did you mean {str(close[0])!r}?" if close else ""
+    return f"config {str(path)!r} does not exist{hint} (the configs/ folder has one per experiment)"
 
 
 def _agent_spec(located: _Located, label: str, entry: Any) -> AgentSpec:
@@ -265,8 +322,11 @@ def _agent_spec(located: _Located, label: str, entry: Any) -> AgentSpec:
     return AgentSpec(label=label, agent=str(class_name), fixed=fixed, grid=grid)
 
 
-def _check_by_building(located: _Located, config: ExperimentConfig) -> None:
-    """Build every agent (all grid points x seeds as one batch) on a batched env: the library checks the values."""
+def _check_by_building(located: _Located, config: ExperimentConfig, command_line: Mapping[str, Any]) -> None:
+    """Build every agent (all grid points x seeds as one batch) on a batched env: the library checks the values.
+
+    ``command_line``: the env keywords that ``--env-kwargs`` gave (an error naming one is blamed on it).
+    """
     from experiments.runner import build_agent, make_env
 
     envs: dict[int, Any] = {}
@@ -277,15 +337,30 @@ def _check_by_building(located: _Located, config: ExperimentConfig) -> None:
                 try:
                     envs[replicas] = make_env(config, replicas, "cpu")
                 except (ValueError, TypeError) as exc:
-                    where = ("env_kwargs",) if config.env_kwargs else ("env",)
-                    raise located.error(where, f"{config.env} cannot be made: {exc}") from None
+                    raise _env_error(located, config, command_line, str(exc)) from None
             try:
                 _build_ignoring_divergence(spec, config, envs, build_agent, make_env)
             except (ValueError, TypeError) as exc:
-                raise _attribute(located, spec, str(exc)) from None
+                bad_point = _bad_point(spec, config, envs, build_agent, make_env)
+                raise _attribute(located, spec, str(exc), bad_point) from None
     finally:
         for env in envs.values():
             env.close()
+
+
+def _env_error(located: _Located, config: ExperimentConfig, command_line: Mapping[str, Any],
+               message: str) -> ConfigError:
+    """The env's error, blamed on the keyword it names: ``--env-kwargs`` or the config's line of that keyword."""
+    message = f"{config.env} cannot be made: {message}"
+    found = [(match.start(), key) for key in config.env_kwargs
+             if (match := re.search(rf"\b{re.escape(key)}\b", message)) is not None]
+    if found:  # the keyword named first (a list of accepted keywords may follow)
+        key = min(found)[1]
+        return (ConfigError(f"argument --env-kwargs: {message}") if key in command_line
+                else located.error(("env_kwargs", key), message))
+    if command_line and not (set(config.env_kwargs) - set(command_line)):
+        return ConfigError(f"argument --env-kwargs: {message}")
+    return located.error(("env_kwargs",) if ("env_kwargs",) in located.lines else ("env",), message)
 
 
 def _build_ignoring_divergence(spec: AgentSpec, config: ExperimentConfig, envs: dict, build_agent, make_env) -> None:
@@ -305,14 +380,42 @@ def _build_ignoring_divergence(spec: AgentSpec, config: ExperimentConfig, envs: 
                 pass
 
 
-def _attribute(located: _Located, spec: AgentSpec, message: str) -> ConfigError:
-    """The library's error, placed on the line of the hyperparameter that it names."""
+def _bad_point(spec: AgentSpec, config: ExperimentConfig, envs: dict, build_agent, make_env) -> tuple | None:
+    """``(point, message)`` of the first grid point refused on its own (a bad value); None if every point
+    builds alone (then it is the grid itself: a hyperparameter without per-replica values)."""
+    from agents import DivergenceError
+
+    if not spec.grid:
+        return None
+    if config.seeds not in envs:
+        envs[config.seeds] = make_env(config, config.seeds, "cpu")
+    for point in spec.points():
+        alone = AgentSpec(spec.label, spec.agent, fixed={**spec.fixed, **point})  # one number per hyperparameter
+        try:
+            build_agent(alone, config, envs[config.seeds], "cpu")
+        except DivergenceError:
+            pass
+        except (ValueError, TypeError) as exc:
+            return point, str(exc)
+    return None
+
+
+def _attribute(located: _Located, spec: AgentSpec, message: str, bad_point: tuple | None = None) -> ConfigError:
+    """The library's error, placed on the line of the hyperparameter that it names.
+
+    ``bad_point``: a grid point refused on its own, with its message (see :func:`_bad_point`); without one,
+    an error that names a grid hyperparameter is about the grid itself.
+    """
     path = ("agents", spec.label)
+    if bad_point is not None:
+        message = bad_point[1]
     named = [(message.find(name), name) for name in [*spec.fixed, *spec.grid] if re.search(rf"\b{name}\b", message)]
     if not named:
         return located.error(path, f"{spec.agent} refused these settings: {message}")
     name = min(named)[1]
     if name in spec.grid:
+        if bad_point is not None:
+            return located.error(path + ("grid", name), message)
         return located.error(path + ("grid", name), f"{message} (a grid needs a hyperparameter that takes one value "
                              f"per replica; for one that does not, give one agent entry per value, each with "
                              f"`agent: {spec.agent}` and its own label)")

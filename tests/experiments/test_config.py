@@ -135,3 +135,99 @@ def test_every_shipped_config_checks(path, stand_ins):
         load_config(path, seeds=1, horizon=20, env_kwargs={"cache_dir": str(stand_ins), "verify_checksums": False})
         return
     load_config(path)  # values too: builds every agent on its batched env
+
+
+# -- hostile YAML -----------------------------------------------------------------------------------
+def _alias_bomb(levels: int, aliases: int) -> str:
+    """A config whose description nests ``levels`` lists of ``aliases`` aliases: about ``aliases ** levels`` strings."""
+    lines = ["description:", '  - &a0 "lol"']
+    lines += [f"  - &a{i} [{', '.join([f'*a{i - 1}'] * aliases)}]" for i in range(1, levels + 1)]
+    return GOOD + "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_is_refused_at_once(tmp_path):
+    """9 levels x 9 aliases would expand to 9^9 (387 million) strings: the CLI refuses it in one line.
+
+    In a subprocess with a timeout, so that a regression fails instead of filling the memory."""
+    import subprocess
+    import sys
+
+    path = _write(tmp_path, _alias_bomb(9, 9))
+    out = subprocess.run([sys.executable, "-m", "experiments", "run", str(path), "--out", str(tmp_path / "o")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1
+    (line,) = out.stderr.splitlines()
+    assert line.startswith(f"bandit-gym run: error: {path}:13: description: the document expands to more than ")
+    assert not (tmp_path / "o").exists()
+
+
+def test_aliases_that_stay_small_are_read(tmp_path):
+    text = GOOD.replace("  LinUCB: {}", "  LinUCB: {grid: {exploration_scale: &scales [0.1, 1.0]}}\n"
+                        "  EpsGreedy: {grid: {exploration_scale: *scales}}")
+    config = load_config(_write(tmp_path, text), check_agents=False)
+    assert config.agent("EpsGreedy").grid == config.agent("LinUCB").grid == {"exploration_scale": [0.1, 1.0]}
+    bushy = load_config(_write(tmp_path, _alias_bomb(4, 9)), check_agents=False)  # 7,381 strings: read
+    assert bushy.description.count("lol") == sum(9**k for k in range(5))
+
+
+@pytest.mark.parametrize(("old", "new", "line", "tag"), [
+    ("  LMCTS:\n", "  LMCTS: !!python/object/apply:os.system\n", 6, "!!python/object/apply:os.system"),
+    ("      step_size: [0.1, 3e-1]", "      step_size: !!python/tuple [0.1, 3e-1]", 9, "!!python/tuple"),
+    ("  LinUCB: {}", "  LinUCB: !custom {}", 11, "!custom"),
+    ("  LinUCB: {}", "  LinUCB: !!set {fixed}", 11, "!!set"),
+    ("horizon: 50", "horizon: !!python/int 50", 3, "!!python/int"),
+    ("name: tiny", "name: !!binary dGlueQ==", 1, "!!binary"),
+])
+def test_an_unknown_yaml_tag_is_refused_naming_the_tag_and_line(tmp_path, old, new, line, tag):
+    message = _error(tmp_path, GOOD.replace(old, new))
+    assert message.startswith(f"{tmp_path / 'experiment.yaml'}:{line}: "), message
+    assert f"the YAML tag {tag!r} is not accepted" in message
+
+
+def test_deeply_nested_yaml_is_one_error(tmp_path):
+    assert "nested too deeply" in _error(tmp_path, GOOD + "description: " + "[" * 5000 + "]" * 5000 + "\n")
+
+
+# -- blame on the right source ---------------------------------------------------------------------
+def test_a_bad_env_keyword_of_the_command_line_is_blamed_on_the_command_line(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        load_config(_write(tmp_path, GOOD), env_kwargs={"noise_stdd": 0.5})
+    message = str(info.value)
+    assert message.startswith("argument --env-kwargs: LinearBandit-v0 cannot be made: "), message
+    assert "'noise_stdd' (did you mean 'noise_std'?)" in message
+    with pytest.raises(ConfigError, match=r"^argument --env-kwargs: 'num_envs' is set by the runner"):
+        load_config(_write(tmp_path, GOOD), env_kwargs={"num_envs": 3})
+
+
+def test_a_bad_env_keyword_of_the_file_is_blamed_on_its_line(tmp_path):
+    text = GOOD.replace("horizon: 50", "env_kwargs:\n  noise_std: 0.5\n  n_arm: 3\nhorizon: 50")
+    with pytest.raises(ConfigError) as info:
+        load_config(_write(tmp_path, text), env_kwargs={"noise_std": 0.1})  # a good one on the command line
+    assert str(info.value).startswith(f"{tmp_path / 'experiment.yaml'}:5: env_kwargs.n_arm: ")
+
+
+def test_a_bad_grid_value_names_the_value_not_the_grid_rule(tmp_path):
+    message = _error(tmp_path, GOOD.replace("step_size: [0.1, 3e-1]", "step_size: [0.1, -3e-1]"))
+    assert message.startswith(f"{tmp_path / 'experiment.yaml'}:9: agents.LMCTS.grid.step_size: step_size must be "
+                              "a finite number > 0, got -0.3"), message
+    assert "one value per replica" not in message
+
+
+@pytest.mark.parametrize(("given", "suggested"), [
+    ("configs/quickstart.yml", "configs/quickstart.yaml"),   # the wrong extension
+    ("quickstart.yaml", "configs/quickstart.yaml"),          # the folder left out
+    ("configs/quickstar.yaml", "configs/quickstart.yaml"),   # a typo
+    ("configs/fig1a.yaml", "configs/fig1a_linear_fixed.yaml"),  # the figure's name only
+])
+def test_a_missing_config_suggests_the_closest_existing_one(monkeypatch, given, suggested):
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    with pytest.raises(FileNotFoundError) as info:
+        load_config(given)
+    assert str(info.value) == (f"config {given!r} does not exist; did you mean {suggested!r}? "
+                               "(the configs/ folder has one per experiment)")
+
+
+def test_a_missing_config_with_nothing_close_suggests_nothing(tmp_path):
+    with pytest.raises(FileNotFoundError) as info:
+        load_config(tmp_path / "nothing.yaml")
+    assert "did you mean" not in str(info.value)
