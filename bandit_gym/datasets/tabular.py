@@ -156,6 +156,11 @@ def preprocess(
         row, col = (int(i) for i in np.argwhere(~finite)[0])
         raise ValueError(f"{column_word} {names[col]!r} holds {x[row, col]} at row {row}; features must be finite")
     x, low, high = scale(x, scaling)
+    beyond = np.abs(x) > np.finfo(np.float32).max  # (N, d) what float32 features would hold as inf
+    if beyond.any():
+        row, col = (int(i) for i in np.argwhere(beyond)[0])
+        raise ValueError(f"{column_word} {names[col]!r} holds {x[row, col]} at row {row}, beyond float32's range "
+                         f"(+-3.4e38) with scaling={scaling!r}; pass scaling='l2' or 'standardize', or rescale it")
     return LoadedDataset(
         name, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)), torch.from_numpy(labels),
         tuple(table.class_names), tuple(names), source, low, high,
@@ -180,15 +185,35 @@ def _encode(table: Table, encoding: str) -> tuple[np.ndarray, list[str]]:
     return np.concatenate(blocks, axis=1), names  # (N, d)
 
 
+#: Rows (``"l2"``) or columns (``"standardize"``) whose largest ``|value|`` is outside ``[1/_SAFE, _SAFE]``
+#: are divided by it before scaling, so that their squares neither overflow (1e300 would give an infinite
+#: norm, hence all-zero features) nor underflow; the others are scaled as they are.
+_SAFE = 1e100
+
+
 def scale(
     x: np.ndarray, scaling: str, low: float = -np.inf, high: float = np.inf
 ) -> tuple[np.ndarray, float, float]:
-    """Apply ``scaling`` in float64; return the data and the bounds of its values (``low, high`` if unscaled)."""
+    """Apply ``scaling`` in float64; return the data and the bounds of its values (``low, high`` if unscaled).
+
+    Both scalings are unchanged by a positive factor per row (``"l2"``) or per column
+    (``"standardize"``), so values of any finite magnitude give the same result as moderate ones.
+    """
     x = np.asarray(x, dtype=np.float64)
     if scaling == "l2":  # |x_i| <= ||x|| so every value is in [-1, 1]; all-zero rows stay zero
+        x = _tame(x, axis=1)
         norms = np.linalg.norm(x, axis=1, keepdims=True)  # (N, 1)
         return x / np.where(norms > 0, norms, 1.0), -1.0, 1.0
     if scaling == "standardize":  # constant columns become 0
+        x = _tame(x, axis=0)
         std = x.std(axis=0)  # (d,)
         return (x - x.mean(axis=0)) / np.where(std > 0, std, 1.0), -np.inf, np.inf
     return x, low, high
+
+
+def _tame(x: np.ndarray, axis: int) -> np.ndarray:
+    """``x`` with each row (``axis=1``) or column (``axis=0``) whose largest ``|value|`` is beyond ``_SAFE`` or
+    below ``1 / _SAFE`` (and not 0) divided by that value; the others as they are."""
+    peak = np.abs(x).max(axis=axis, keepdims=True)  # (N, 1) or (1, d)
+    extreme = (peak > _SAFE) | ((peak > 0) & (peak < 1 / _SAFE))
+    return x / np.where(extreme, peak, 1.0) if extreme.any() else x

@@ -27,6 +27,33 @@ def test_numpy_rows_are_l2_scaled_and_classes_sorted():
     assert (data.feature_low, data.feature_high) == (-1.0, 1.0) and data.source is None
 
 
+@pytest.mark.parametrize("scaling", ["l2", "standardize"])
+def test_features_of_any_finite_magnitude_scale_like_moderate_ones(scaling):
+    # Squares of 1e300 overflow (an infinite norm made all-zero features) and of 1e-300 underflow; both
+    # scalings are unchanged by a positive factor per row (l2) or per column (standardize).
+    rng = np.random.default_rng(1)
+    moderate = rng.normal(size=(12, 3))  # (N, d)
+    y = np.arange(12) % 2
+    magnitudes = np.array([1e300, 1e-300, 1.0])
+    # l2: rows 0-3 at 1e300, rows 4-7 at 1e-300; standardize: column 0 at 1e300, column 1 at 1e-300.
+    factor = np.repeat(magnitudes, 4)[:, None] if scaling == "l2" else magnitudes[None, :]
+    extreme = moderate * factor
+    want = prepare_dataset(moderate, y, scaling=scaling).features
+    got = prepare_dataset(extreme, y, scaling=scaling).features
+    assert torch.isfinite(got).all() and (got.abs().sum(dim=1) > 0).all()
+    torch.testing.assert_close(got, want)  # float32 rounding of the same float64 numbers
+    if scaling == "l2":  # moderate rows are computed as before, bit for bit
+        assert torch.equal(got[8:], torch.from_numpy(moderate[8:] / np.linalg.norm(moderate[8:], axis=1,
+                                                                                   keepdims=True)).float())
+
+
+def test_unscaled_features_beyond_float32_are_refused_naming_the_column():
+    x = np.array([[1.0, 2.0], [3.0, 1e300], [0.5, 4.0]])
+    with pytest.raises(ValueError, match=r"X column 'x1' holds 1e\+300 at row 1, beyond float32's range .* "
+                                         r"scaling='none'; pass scaling='l2' or 'standardize'"):
+        prepare_dataset(x, [0, 1, 0], scaling="none")
+
+
 def test_a_pickled_dataset_holds_its_data_and_no_device_copies():
     data = prepare_dataset(np.arange(12.0).reshape(6, 2), [0, 1, 2, 0, 1, 2], scaling="none")
     data.on("cpu")
