@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import shutil
 import stat
 import subprocess
@@ -118,6 +119,51 @@ def test_cifar10_pixels_scaled_and_flattened_channel_first(tmp_path, cifar_write
     assert data.labels.tolist() == [i % 10 for i in range(12)]
     assert data.class_names[0] == "airplane" and len(data.class_names) == 10
     assert (data.feature_low, data.feature_high) == (-1.0, 1.0)
+
+
+class _CreatesAFileWhenUnpickled:
+    """What a crafted cache file can hold: unpickling it calls ``open(path, "w")``, which creates ``path``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return open, (str(self.path), "w")
+
+
+@pytest.mark.parametrize("verify_checksums", [False, True])
+@pytest.mark.parametrize("crafted", ["test_batch", "batches.meta"])
+def test_a_crafted_cifar10_pickle_is_refused_before_it_runs_code(tmp_path, cifar_writer, crafted, verify_checksums):
+    cifar_writer(tmp_path)
+    path = tmp_path / "cifar-10-batches-py" / crafted
+    marker = tmp_path / "code_ran"
+    content = pickle.loads(path.read_bytes())
+    content["labels" if crafted == "test_batch" else "label_names"] = _CreatesAFileWhenUnpickled(marker)
+    path.write_bytes(pickle.dumps(content))
+    pickle.loads(path.read_bytes()).clear()  # the file is malicious: a plain unpickler runs its code
+    assert marker.exists()
+    marker.unlink()
+    # With checksums, the stand-in's test_batch already differs from the published md5; without, the crafted file
+    # is refused by name at the callable it names (open, from the io module).
+    match = "test_batch: md5 differs" if verify_checksums else rf"{crafted}: refused to unpickle io.open: .* not a CIFAR10"
+    with pytest.raises(DatasetFileError, match=match):
+        load_dataset("cifar10", cache_dir=tmp_path, verify_checksums=verify_checksums)
+    assert not marker.exists()
+
+
+def test_cifar10_files_pickled_like_the_originals_load_the_same(tmp_path, cifar_writer):
+    # The published files are protocol-2 pickles that name numpy's array rebuilders (numpy.core in
+    # numpy 1's spelling), which the restricted unpickler must accept.
+    images = cifar_writer(tmp_path / "new", n_images=12, seed=3)
+    folder = tmp_path / "old" / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    for name in ("test_batch", "batches.meta"):
+        text = pickle.dumps(pickle.loads((tmp_path / "new" / "cifar-10-batches-py" / name).read_bytes()), protocol=2)
+        (folder / name).write_bytes(text.replace(b"numpy._core.multiarray", b"numpy.core.multiarray"))
+    assert b"numpy.core.multiarray\n_reconstruct" in (folder / "test_batch").read_bytes()
+    data = load_dataset("cifar10", cache_dir=tmp_path / "old", scaling="none", verify_checksums=False)
+    torch.testing.assert_close(data.features, torch.from_numpy((images / 255.0 - 0.5) / 0.5).float())
+    assert data.labels.tolist() == [i % 10 for i in range(12)]
 
 
 def test_cifar10_checksums_reject_files_that_are_not_the_real_ones(small_cifar):
