@@ -17,6 +17,9 @@ also be a list of R seeds (see :mod:`agents.grid`).
 
 Hyperparameters: every numeric hyperparameter is a number or one value per replica
 (:meth:`BanditAgent._hyperparameter`), reported by :meth:`hyperparameters` and saved.
+
+Threads: ``learn``, ``predict`` and ``update`` run under :class:`bandit_gym.threads.policy` (one torch
+intra-op thread unless ``threads=`` or ``BANDIT_GYM_THREADS`` says otherwise; the user's setting is put back).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from agents.callbacks import as_round_hooks, make_env
 from agents.validation import check_int, per_replica, replica_seeds
 from bandit_gym import rng
 from bandit_gym.rng import Stream
+from bandit_gym.threads import policy
 from bandit_gym.validation import resolve_device
 
 
@@ -160,6 +164,7 @@ class BanditAgent(ABC):
         return dict(self._hyperparameters)
 
     # -- public verbs ---------------------------------------------------------
+    @policy()
     def predict(self, observation, state=None, episode_start=None, deterministic: bool = False):
         """Choose arms (Stable-Baselines3 signature); returns ``(actions, None)``.
 
@@ -173,6 +178,7 @@ class BanditAgent(ABC):
             actions = actions[0]
         return (actions if isinstance(observation, torch.Tensor) else actions.cpu().numpy()), None
 
+    @policy()
     def update(self, observation, action, reward) -> None:
         """One online step: learn from playing ``action`` on ``observation`` and getting ``reward``."""
         contexts = self._as_contexts(observation, check_finite=True)
@@ -190,7 +196,7 @@ class BanditAgent(ABC):
 
     def learn(self, env: gym.Env | gym.vector.VectorEnv | int | None = None, total_timesteps: int | None = None,
               callback: Callable[[BanditAgent, int], bool | None] | Any | None = None,
-              progress_bar: bool = False) -> BanditAgent:
+              progress_bar: bool = False, threads: int | str | None = None) -> BanditAgent:
         """Play ``total_timesteps`` rounds (default: the env's horizon) and learn from each.
 
         ``env`` defaults to the env given at construction (:meth:`get_env`); as in
@@ -202,6 +208,10 @@ class BanditAgent(ABC):
         ``callback`` runs after every round and can stop the run: a callable ``callback(agent, round)``
         returning False, or a Stable-Baselines3 callback (``BaseCallback``, ``CallbackList`` or a list
         of them) whose ``on_step()`` returns False; ``callback.model`` is this agent.
+
+        ``threads``: torch's intra-op threads while playing (the callback included), a positive integer or
+        ``"torch"`` (torch's own setting); default ``$BANDIT_GYM_THREADS``, else 1 (:mod:`bandit_gym.threads`).
+        Your ``torch.get_num_threads()`` is the same afterwards.
         """
         if isinstance(env, int) and not isinstance(env, bool):
             env, total_timesteps = None, env if total_timesteps is None else total_timesteps
@@ -217,35 +227,36 @@ class BanditAgent(ABC):
                 raise ValueError(f"{type(env).__name__} has no horizon: give total_timesteps (an integer >= 1)")
         total = check_int("total_timesteps", total_timesteps)
         vector = isinstance(env, gym.vector.VectorEnv)
-        seeds = (self.seeds if vector else self.seeds[0]) if self._learn_calls == 0 else None
-        obs, _ = env.reset(seed=seeds)
-        self._learn_calls += 1
-        rounds = range(1, total + 1)
-        if progress_bar:
-            from tqdm.auto import tqdm
+        with policy(threads):
+            seeds = (self.seeds if vector else self.seeds[0]) if self._learn_calls == 0 else None
+            obs, _ = env.reset(seed=seeds)
+            self._learn_calls += 1
+            rounds = range(1, total + 1)
+            if progress_bar:
+                from tqdm.auto import tqdm
 
-            rounds = tqdm(rounds, desc=type(self).__name__, unit="round")
-        on_step, on_end = as_round_hooks(self, callback, locals())
-        logs = {name: _RoundLog(total, self.num_replicas, dtype) for name, dtype in
-                (("regret", np.float64), ("reward", np.float32), ("action", np.int64))}
-        for played in rounds:
-            contexts = self._as_contexts(obs)
-            actions = self._select(contexts)  # (R,)
-            if not vector:
-                step_actions = int(actions[0])
-            else:
-                step_actions = actions if isinstance(obs, torch.Tensor) else actions.cpu().numpy()
-            obs, reward, terminated, truncated, info = env.step(step_actions)
-            rewards = self._as_rewards(reward)  # (R,)
-            self._observe(contexts, actions, rewards)
-            self.t += 1
-            for name, value in (("regret", info["regret"]), ("reward", rewards), ("action", actions)):
-                logs[name].add(value)
-            if on_step(played, locals()) is False:
-                break
-            if played < total and (_any(terminated) or _any(truncated)):
-                obs, _ = env.reset()
-        on_end()
+                rounds = tqdm(rounds, desc=type(self).__name__, unit="round")
+            on_step, on_end = as_round_hooks(self, callback, locals())
+            logs = {name: _RoundLog(total, self.num_replicas, dtype) for name, dtype in
+                    (("regret", np.float64), ("reward", np.float32), ("action", np.int64))}
+            for played in rounds:
+                contexts = self._as_contexts(obs)
+                actions = self._select(contexts)  # (R,)
+                if not vector:
+                    step_actions = int(actions[0])
+                else:
+                    step_actions = actions if isinstance(obs, torch.Tensor) else actions.cpu().numpy()
+                obs, reward, terminated, truncated, info = env.step(step_actions)
+                rewards = self._as_rewards(reward)  # (R,)
+                self._observe(contexts, actions, rewards)
+                self.t += 1
+                for name, value in (("regret", info["regret"]), ("reward", rewards), ("action", actions)):
+                    logs[name].add(value)
+                if on_step(played, locals()) is False:
+                    break
+                if played < total and (_any(terminated) or _any(truncated)):
+                    obs, _ = env.reset()
+            on_end()
         self.history = {name: log.rows() if vector else log.rows()[:, 0] for name, log in logs.items()}
         return self
 

@@ -33,6 +33,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from bandit_gym import _kernels, rng
+from bandit_gym.threads import policy
 from bandit_gym.validation import check_choice, check_int, check_keywords, check_render_mode, resolve_device
 
 
@@ -194,6 +195,7 @@ class BanditEnv(gym.Env):
     def spec(self, spec: EnvSpec | None) -> None:
         self._spec = _spec_with_horizon(spec, self.horizon, self.sim)
 
+    @policy()  # torch's threads: bandit_gym/threads.py
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if seed is not None:
             rng.check_seed(seed)
@@ -210,6 +212,7 @@ class BanditEnv(gym.Env):
         self._last_action = None
         return self.sim.contexts.numpy()[0], self._info()
 
+    @policy()
     def step(self, action: Any):
         if self.sim.keys is None:
             raise RuntimeError("call reset() before step()")
@@ -289,6 +292,7 @@ class BanditVectorEnv(VectorEnv):
     def spec(self, spec: EnvSpec | None) -> None:
         self._spec = _spec_with_horizon(spec, self.episode_steps, self.sim)
 
+    @policy()
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
         if options:
             mask = options.get("reset_mask") if set(options) == {"reset_mask"} else None
@@ -313,6 +317,7 @@ class BanditVectorEnv(VectorEnv):
         self._needs_reset, self._last_actions = False, None
         return self._out(self.sim.contexts), self._info()
 
+    @policy()
     def step(self, actions: Any):
         if self.sim.keys is None:
             raise RuntimeError("call reset() before step()")

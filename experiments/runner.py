@@ -35,6 +35,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from bandit_gym.threads import policy
 from experiments import catalog
 from experiments.config import AgentSpec, ExperimentConfig
 from experiments.results import ResultsDir, final_regret_stats, package_versions
@@ -175,6 +176,7 @@ def _play(config: ExperimentConfig, spec: AgentSpec, points: list[dict[str, Any]
     return played
 
 
+@policy()  # the rounds on the library's torch threads (bandit_gym/threads.py)
 def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | None = None) -> _Played:
     """Play ``total`` rounds of ``agent`` on ``env`` (reset with the agent's seeds), timing arm selection
     (``predict``) and learning (``update``) apart; the numbers of ``agent.learn(env, total)``.

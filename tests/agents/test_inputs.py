@@ -60,20 +60,24 @@ def test_load_refuses_a_negative_round_count(tmp_path):
             LinUCB.load(path, device="cpu")
 
 
-@pytest.mark.parametrize(("cls", "kwargs", "key", "bad_shape", "expected"), [
-    (LinUCB, {}, "gram_inverse", (2, 3, 2), r"\(2, 3, 3\)"),
-    (LinUCB, {}, "theta_hat", (3, 3), r"\(2, 3\)"),
-    (LMCTS, {}, "model.gram", (2, 9), r"\(2, 3, 3\)"),
-    (UCBGLM, {}, "data.features", (2, 5, 4), r"\(2, n, 3\)"),
+@pytest.mark.parametrize(("cls", "key", "damage"), [
+    (LinUCB, "gram_inverse", lambda shape: (*shape[:-1], shape[-1] - 1)),  # a column short
+    (LinUCB, "theta_hat", lambda shape: (shape[0] + 1, *shape[1:])),  # a replica too many
+    (LMCTS, "model.gram", lambda shape: (shape[0], shape[1] * shape[2])),  # flattened
+    (UCBGLM, "data.features", lambda shape: (shape[0], shape[1], shape[2] + 1)),  # a feature too many
 ])
-def test_load_refuses_state_tensors_of_the_wrong_shape(tmp_path, cls, kwargs, key, bad_shape, expected):
+def test_load_refuses_state_tensors_of_the_wrong_shape(tmp_path, cls, key, damage):
     path = tmp_path / "agent.pt"
-    fitted(cls, **kwargs).save(path)
+    agent = fitted(cls)
+    agent.save(path)
     payload = torch.load(path, weights_only=True)
+    bad_shape = damage(tuple(payload["state"][key].shape))
     payload["state"][key] = torch.zeros(bad_shape, dtype=payload["state"][key].dtype)
     torch.save(payload, path)
-    shape = re.escape(str(bad_shape))
-    with pytest.raises(ValueError, match=rf"agent\.pt: state tensor '{key}' has shape {shape}, expected {expected}"):
+    fresh = cls(None, **SIZES, num_replicas=2, seed=0, device="cpu")._state()[key].shape  # 0: history rows
+    expected = re.escape(f"({', '.join(str(n) if n else 'n' for n in fresh)})")
+    with pytest.raises(ValueError, match=rf"agent\.pt: state tensor '{key}' has shape {re.escape(str(bad_shape))}, "
+                                         rf"expected {expected}"):
         cls.load(path, device="cpu")
 
 
@@ -82,7 +86,8 @@ def test_load_refuses_missing_extra_and_mismatched_history_tensors(tmp_path):
     fitted(UCBGLM).save(path)
     good = torch.load(path, weights_only=True)
     damaged = {
-        "missing": ({k: v for k, v in good["state"].items() if k != "theta_hat"}, r"lacks the state tensor 'theta_hat'"),
+        "missing": ({k: v for k, v in good["state"].items() if k != "theta_hat"},
+                    r"lacks the state tensor 'theta_hat'"),
         "extra": ({**good["state"], "junk": torch.zeros(1)}, r"has an unknown state tensor 'junk'"),
         "length": ({**good["state"], "data.rewards": torch.zeros(2, 4)},
                    r"'data.rewards' has shape \(2, 4\), expected \(2, 5\)"),

@@ -1,0 +1,160 @@
+"""How many intra-op threads bandit-gym's own CPU loops use: the one threading policy (public API).
+
+A bandit round is many small tensor operations. Some of them enter torch's intra-op thread pool
+(one thread per core by default) at any size, and with another process busy on a core they wait
+for it: on a 2-core CPU with one core busy, LinUCB on Shuttle-v0 at 10 replicas took 18 ms a
+round with torch's default threads and 0.63 ms with one (``benchmarks/results/threads.md``). So
+the library's own loops run on one thread unless told otherwise:
+
+- the agents' ``learn``, ``predict`` and ``update``, the envs' ``reset`` and ``step`` (single and
+  native vector envs) and the experiment runner's rounds run under :class:`policy`;
+- inside, torch uses ``threads`` intra-op threads, chosen by (first that is given) the ``threads=``
+  argument (``agent.learn(..., threads=4)``, ``with policy(4):``), the environment variable
+  ``BANDIT_GYM_THREADS``, or :data:`DEFAULT_THREADS` (1: fastest for small per-round ops, idle or
+  busy); ``"torch"`` (argument or variable) leaves torch's own setting alone;
+- on leaving, exception or not, ``torch.get_num_threads()`` is what it was before: the library
+  never changes the user's setting for good.
+
+A choice holds for the library calls made inside it: in ``with policy(4): agent.learn()`` and
+``agent.learn(threads=4)``, ``env.step`` also uses 4 threads. The choice is process-wide, as torch's
+setting is. Cost: ``torch.set_num_threads`` is called only when the number differs, and a call nested
+in another reads nothing; an outermost call (a user's own ``env.step`` loop) costs about 1-2 us, mostly
+reading the variable (2-core CPU shared with other processes; ``benchmarks/results/threads.md``).
+
+Example:
+    >>> import torch
+    >>> from bandit_gym.threads import policy
+    >>> before = torch.get_num_threads()
+    >>> with policy(1):
+    ...     torch.get_num_threads()
+    1
+    >>> torch.get_num_threads() == before
+    True
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import torch
+
+__all__ = ["DEFAULT_THREADS", "ENV_VAR", "TORCH", "policy", "resolve"]
+
+#: The environment variable that sets the library's threads: a positive integer, or ``torch``.
+ENV_VAR = "BANDIT_GYM_THREADS"
+#: Threads of the library's loops when nothing is chosen: one, what is fastest for per-round ops of
+#: bandit sizes (up to R x K x d of about 10^5 elements) whether the other cores are idle or busy.
+DEFAULT_THREADS = 1
+#: The choice that leaves torch's own setting (``torch.set_num_threads``, ``OMP_NUM_THREADS``) alone.
+TORCH = "torch"
+
+_chosen: int | str | None = None  # the choice of the innermost policy being run (None outside any)
+_parsed_env: tuple[str | None, int | str | None] = (None, None)  # (the variable's text, its value): parsed once
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _check(name: str, value: Any) -> int | str:
+    if value == TORCH and isinstance(value, str):
+        return TORCH
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer (torch intra-op threads) or {TORCH!r} "
+                         f"(leave torch's setting), got {value!r}")
+    return value
+
+
+def _from_env() -> int | str | None:
+    global _parsed_env
+    text = os.environ.get(ENV_VAR)
+    if text != _parsed_env[0]:
+        value = None
+        if text is not None and text.strip():
+            stripped = text.strip()
+            value = _check(ENV_VAR, int(stripped) if stripped.lstrip("-").isdigit() else stripped)
+        _parsed_env = (text, value)
+    return _parsed_env[1]
+
+
+def resolve(threads: int | str | None = None) -> int | None:
+    """The intra-op threads the library's loops use: ``threads``, else the enclosing :class:`policy`'s choice,
+    else ``$BANDIT_GYM_THREADS``, else :data:`DEFAULT_THREADS`; None for ``"torch"`` (torch's own setting).
+
+    Raises:
+        ValueError: ``threads`` or the variable is not a positive integer or ``"torch"``.
+    """
+    choice = _choice(None if threads is None else _check("threads", threads))
+    return None if choice == TORCH else choice
+
+
+def _choice(threads: int | str | None) -> int | str:
+    """``threads`` (already checked), else the enclosing policy's choice, else the variable's, else the default."""
+    if threads is not None:
+        return threads
+    if _chosen is not None:  # inside a policy: no need to read the environment again
+        return _chosen
+    from_env = _from_env()
+    return DEFAULT_THREADS if from_env is None else from_env
+
+
+class policy:  # noqa: N801  (used like a function: ``with policy():``, ``@policy()``)
+    """Run a block (``with policy(threads):``) or a function (``@policy()``) on the library's threads, then put
+    torch's setting back. See the module docstring for how the number is chosen.
+
+    Args:
+        threads: A positive integer, ``"torch"`` (torch's own setting), or None (the enclosing choice,
+            ``$BANDIT_GYM_THREADS`` or :data:`DEFAULT_THREADS`, read on entering).
+
+    Raises:
+        ValueError: ``threads`` is not one of these (at once, not on entering).
+    """
+
+    __slots__ = ("threads", "_saved")
+
+    def __init__(self, threads: int | str | None = None) -> None:
+        self.threads = None if threads is None else _check("threads", threads)
+        self._saved: list[tuple[int, int | str | None]] = []
+
+    def __enter__(self) -> policy:
+        self._saved.append(_enter(self.threads))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _exit(self._saved.pop())
+
+    def __call__(self, function: F) -> F:
+        """Decorate ``function`` so that every call runs under this policy."""
+        threads = self.threads
+
+        @functools.wraps(function)
+        def under_policy(*args: Any, **kwargs: Any) -> Any:
+            saved = _enter(threads)
+            try:
+                return function(*args, **kwargs)
+            finally:
+                _exit(saved)
+
+        return under_policy  # type: ignore[return-value]
+
+
+def _enter(threads: int | str | None) -> tuple[int, int | str | None]:
+    """Apply the policy; return what :func:`_exit` needs to undo it: ``(threads to restore or 0, outer choice)``."""
+    global _chosen
+    choice = _choice(threads)
+    outer, _chosen = _chosen, choice  # library calls made inside use the same choice
+    restore = 0
+    if choice != TORCH:
+        current = torch.get_num_threads()
+        if current != choice:
+            torch.set_num_threads(choice)
+            restore = current
+    return restore, outer
+
+
+def _exit(saved: tuple[int, int | str | None]) -> None:
+    global _chosen
+    restore, _chosen = saved
+    if restore:
+        torch.set_num_threads(restore)
