@@ -13,21 +13,38 @@ Layout::
                                   finished cell: the next run plays it again, and removes this file when
                                   it finishes)
 
+    DIR/checkpoints/<label>/      an unfinished cell's last checkpoints (:mod:`experiments.checkpoint`);
+                                  removed when the cell is written
+    DIR/.lock                     who runs into DIR now (pid, host, start time; ``fcntl.flock``)
+
 Each file is written to a temporary file in the same folder and renamed over its name
 (``os.replace``, atomic on POSIX). The JSON file is written last: a cell is finished when its
-JSON exists and names the sha256 of its npz file. A run that is killed leaves finished cells
-and, at most, a temporary file or an npz without its JSON (both ignored; the cell runs again).
+JSON exists and names the sha256 of its npz file (and its own, ``record_sha256``, over the rest of
+the record). A run that is killed leaves finished cells and, at most, a temporary file or an npz
+without its JSON (both ignored; the cell runs again).
+
+Faults: one run at a time writes into DIR (:meth:`ResultsDir.locked`; a second fails at once naming
+the holder). A cell file that cannot be read or fails a checksum is named and moved aside as
+``<name>.damaged``, and the cell runs again; ``bandit-gym table`` leaves such a cell out and names it.
+A damaged ``experiment.json`` is an error naming it (nothing is run). A write that fails (read-only
+directory, full disk) is a :class:`ResultsWriteError` naming the file; what was written before stays.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import io
 import json
 import math
 import os
 import platform
+import socket
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,20 +60,68 @@ class ResultsMismatchError(ValueError):
     """The directory holds results of a different config."""
 
 
+class ResultsDamagedError(ValueError):
+    """A results file that cannot be read (truncated, not UTF-8, not JSON) or fails its checksum; names it."""
+
+
+class ResultsLockedError(BlockingIOError):
+    """Another run is writing into the results directory (the message names it)."""
+
+
+class ResultsWriteError(OSError):
+    """A results file could not be written (read-only directory, full disk); the message names the file."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = code
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename: readers see all of it or none."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write ``data`` to ``path`` through a temporary file and a rename: readers see all of it or none.
+
+    Raises:
+        ResultsWriteError: The file could not be written (names it and the reason); ``path`` is as it was.
+    """
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes it private; results are meant to be read
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, ResultsWriteError):
+            raise ResultsWriteError(f"cannot write {path}: {_reason(exc)}; the files written before it are "
+                                    "kept", exc.errno) from exc
         raise
+
+
+def _reason(exc: OSError) -> str:
+    hint = {errno.ENOSPC: " (free some space, then run the same command again)",
+            errno.EACCES: " (make the directory writable, or give another --out DIR)",
+            errno.EROFS: " (a read-only file system: give another --out DIR)",
+            errno.EPERM: " (make the directory writable, or give another --out DIR)"}.get(exc.errno, "")
+    return f"{exc.strerror or exc}{hint}"
+
+
+def read_json(file: Path) -> Any:
+    """The JSON value in ``file``.
+
+    Raises:
+        ResultsDamagedError: The file is not UTF-8 JSON (truncated, changed); names it and the reason.
+    """
+    try:
+        return json.loads(file.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ResultsDamagedError(f"{file} is damaged: not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise ResultsDamagedError(f"{file} is damaged: not valid JSON ({exc.msg} at line {exc.lineno} "
+                                  f"column {exc.colno}; truncated or edited?)") from None
 
 
 def package_versions() -> dict[str, str]:
@@ -113,7 +178,48 @@ class ResultsDir:
     # -- the experiment ----------------------------------------------------------------------
     def stored_config(self) -> dict[str, Any] | None:
         file = self.path / "experiment.json"
-        return json.loads(file.read_text())["config"] if file.is_file() else None
+        return self._experiment_record(file)["config"] if file.is_file() else None
+
+    def _experiment_record(self, file: Path) -> dict[str, Any]:
+        try:
+            record = read_json(file)
+            if not isinstance(record, dict) or not isinstance(record.get("config"), dict):
+                raise ResultsDamagedError(f"{file} is damaged: it holds no config")
+        except ResultsDamagedError as exc:
+            raise ResultsDamagedError(
+                f"{exc}. It records which config made the results in {self.path}, so nothing was run or shown: "
+                "restore it from a copy, or give another --out DIR (the cells in this one are left as they "
+                "are)") from None
+        return record
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the directory's lock (``DIR/.lock``, ``fcntl.flock``) for one run; it records who holds it.
+
+        Raises:
+            ResultsLockedError: Another live run holds it (names its pid, host and start time).
+            ResultsWriteError: The lock file cannot be made (read-only directory).
+        """
+        file = self.path / ".lock"
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(file, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise ResultsWriteError(f"cannot write {file}: {_reason(exc)}", exc.errno) from exc
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
+                raise ResultsLockedError(f"{self.path} is in use by another run ({holder}); nothing was run: "
+                                         "wait for it to finish, or give another --out DIR") from None
+            me = (f"pid {os.getpid()} on {socket.gethostname()}, started "
+                  f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')}")
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, me.encode() + b"\n", 0)
+            yield
+        finally:
+            os.close(fd)  # releases the flock; the file stays (removing it would race with the next run)
 
     def prepare(self, config: ExperimentConfig) -> None:
         """Create the directory for ``config``, or check that it holds results of exactly this config.
@@ -122,9 +228,9 @@ class ResultsDir:
             ResultsMismatchError: The directory's results come from another config (names what differs).
         """
         wanted = json.loads(json.dumps(config.to_dict()))  # as it reads back from JSON
-        for folder in (self.cells_dir, self.path / "failed"):
+        for folder in (self.cells_dir, self.path / "failed", *self.path.glob("checkpoints/*/")):
             for stale in folder.glob(".*.tmp") if folder.is_dir() else ():
-                stale.unlink()  # a temporary file of a run that was killed while writing
+                stale.unlink()  # a temporary file of a run that was killed while writing (call under locked())
         stored = self.stored_config()
         if stored is None:
             if self.cells_dir.is_dir() and any(self.cells_dir.glob("*.json")):
@@ -145,7 +251,7 @@ class ResultsDir:
                 f"{self.path} holds results of a different config ({'; '.join(_differences(stored, wanted))}); "
                 "nothing was run: give another --out DIR, or delete the old results")
         # New agents only (same env, horizon, seeds and the old agents unchanged): their cells join the others.
-        record = {**json.loads((self.path / "experiment.json").read_text()), "config": wanted}
+        record = {**self._experiment_record(self.path / "experiment.json"), "config": wanted}
         write_atomic(self.path / "experiment.json", json.dumps(record, indent=2).encode())
 
     def load_config_record(self) -> dict[str, Any]:
@@ -153,23 +259,57 @@ class ResultsDir:
         if not file.is_file():
             raise FileNotFoundError(f"{self.path} is not a results directory (no experiment.json); "
                                     "make one with `bandit-gym run CONFIG --out DIR`")
-        return json.loads(file.read_text())
+        return self._experiment_record(file)
 
     # -- cells -------------------------------------------------------------------------------
     def cell_paths(self, label: str) -> tuple[Path, Path]:
         return self.cells_dir / f"{label}.npz", self.cells_dir / f"{label}.json"
 
-    def is_finished(self, label: str, cell_config: dict[str, Any]) -> bool:
-        """Whether the cell is finished (its JSON names its npz's checksum) for this cell config."""
+    def is_finished(self, label: str, cell_config: dict[str, Any], log=None) -> bool:
+        """Whether the cell is finished (its JSON names its npz's checksum) for this cell config.
+
+        A damaged cell (see :meth:`check_cell`) is moved aside as ``<name>.damaged``, said in ``log``, and
+        is not finished (it runs again).
+
+        Raises:
+            ResultsMismatchError: The finished cell was made with another cell config.
+        """
         npz, record_file = self.cell_paths(label)
-        if not record_file.is_file() or not npz.is_file():
+        if not record_file.is_file():
             return False
-        record = json.loads(record_file.read_text())
+        try:
+            record = self.check_cell(label)
+        except ResultsDamagedError as exc:
+            moved = [_move_aside(file) for file in (npz, record_file) if file.is_file()]
+            if log is not None:
+                log(f"  {label}: {exc}: moved aside as {' and '.join(p.name for p in moved)}; the cell runs again")
+            return False
         if record["cell_config"] != json.loads(json.dumps(cell_config)):
             raise ResultsMismatchError(f"{record_file} was made with another config "
                                        f"({'; '.join(_differences(record['cell_config'], cell_config))}); "
                                        "give another --out DIR")
-        return record["regret_sha256"] == _sha256(npz.read_bytes())
+        return True
+
+    def check_cell(self, label: str) -> dict[str, Any]:
+        """The record of a finished cell, checked: readable, its own checksum and its npz's hold.
+
+        Raises:
+            ResultsDamagedError: Names the file that is unreadable, missing or changed since it was written.
+        """
+        npz, record_file = self.cell_paths(label)
+        record = read_json(record_file)
+        if not isinstance(record, dict) or not {"cell_config", "regret_sha256"} <= set(record):
+            raise ResultsDamagedError(f"{record_file} is damaged: not a cell record")
+        stored = record.get("record_sha256")
+        if stored is not None and stored != _record_sha256(record):
+            raise ResultsDamagedError(f"{record_file} does not match its recorded sha256 (edited or damaged "
+                                      "since it was written)")
+        if not npz.is_file():
+            raise ResultsDamagedError(f"{npz}, which {record_file.name} names, is missing")
+        if record["regret_sha256"] != _sha256(npz.read_bytes()):
+            raise ResultsDamagedError(f"{npz} does not match the sha256 recorded in {record_file.name} (truncated, "
+                                      "edited or damaged since it was written)")
+        return record
 
     def write_cell(self, record: dict[str, Any], regret: np.ndarray) -> None:
         """Write one finished cell: the npz, then the JSON that marks it finished."""
@@ -179,8 +319,22 @@ class ResultsDir:
         data = buffer.getvalue()
         write_atomic(npz, data)
         record = {**record, "format": FORMAT_VERSION, "regret_file": npz.name, "regret_sha256": _sha256(data)}
+        record = json.loads(json.dumps(record, allow_nan=False))  # as it reads back (tuples as lists)
+        record["record_sha256"] = _record_sha256(record)
         write_atomic(record_file, json.dumps(record, indent=2, allow_nan=False).encode())
         self.failed_path(record["label"]).unlink(missing_ok=True)  # an earlier failure of this cell
+
+    def checkpoint_dir(self, label: str) -> Path:
+        """The folder of an unfinished cell's checkpoints (:mod:`experiments.checkpoint`)."""
+        return self.path / "checkpoints" / label
+
+    def remove_checkpoints(self, label: str) -> None:
+        """Remove a cell's checkpoints (once the cell is written)."""
+        folder = self.checkpoint_dir(label)
+        for file in folder.glob("*.pt") if folder.is_dir() else ():
+            file.unlink()
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
 
     def failed_path(self, label: str) -> Path:
         return self.path / "failed" / f"{label}.json"
@@ -191,22 +345,58 @@ class ResultsDir:
         write_atomic(self.failed_path(record["label"]), json.dumps(record, indent=2, allow_nan=False).encode())
 
     def read_failures(self) -> list[dict[str, Any]]:
-        """The records of the stored config's cells that failed in their last run (in the config's order)."""
-        config = self.load_config_record()["config"]
-        files = (self.failed_path(agent["label"]) for agent in config["agents"])
-        return [json.loads(file.read_text()) for file in files if file.is_file()]
+        """The records of the stored config's cells that failed in their last run (in the config's order).
 
-    def read_cells(self) -> list[Cell]:
-        """The finished cells in the order of the stored config's agents (missing ones left out)."""
+        A failure record that cannot be read is left out (its cell is unfinished and runs again anyway).
+        """
+        config = self.load_config_record()["config"]
+        records = []
+        for agent in config["agents"]:
+            file = self.failed_path(agent["label"])
+            if file.is_file():
+                try:
+                    records.append(read_json(file))
+                except ResultsDamagedError:
+                    continue
+        return records
+
+    def read_cells(self, damaged: list[str] | None = None) -> list[Cell]:
+        """The finished cells in the order of the stored config's agents (missing ones left out).
+
+        Each cell is checked (:meth:`check_cell`) before it is read: a damaged one is left out, and its
+        message appended to ``damaged`` when a list is given.
+        """
         config = self.load_config_record()["config"]
         cells = []
         for agent in config["agents"]:
             npz, record_file = self.cell_paths(agent["label"])
-            if record_file.is_file() and npz.is_file():
-                record = json.loads(record_file.read_text())
+            if not record_file.is_file():
+                continue
+            try:
+                record = self.check_cell(agent["label"])
                 with np.load(npz) as data:
                     cells.append(Cell(record, data["regret"]))
+            except ResultsDamagedError as exc:
+                if damaged is not None:
+                    damaged.append(f"{agent['label']}: NOT SHOWN: {exc}; the same `bandit-gym run` command moves "
+                                   "it aside and computes the cell again")
         return cells
+
+
+def _move_aside(file: Path) -> Path:
+    """Rename a damaged ``file`` to ``<name>.damaged`` (replacing an older one); returns the new path."""
+    target = file.with_name(file.name + ".damaged")
+    try:
+        os.replace(file, target)
+    except OSError as exc:
+        raise ResultsWriteError(f"cannot move the damaged {file} aside: {_reason(exc)}", exc.errno) from exc
+    return target
+
+
+def _record_sha256(record: dict[str, Any]) -> str:
+    """Checksum of a cell record without its own ``record_sha256`` (canonical JSON: sorted keys)."""
+    rest = {key: value for key, value in record.items() if key != "record_sha256"}
+    return _sha256(json.dumps(rest, sort_keys=True, allow_nan=False).encode())
 
 
 def _sha256(data: bytes) -> str:

@@ -19,12 +19,17 @@ the agent's error message in ``errors``) and cannot be chosen. A cell that fails
 go on; a failed cell runs again on the next ``bandit-gym run`` of the same command.
 
 Cells run in sequence, in ``jobs`` processes, or as Ray tasks (:mod:`experiments.ray_backend`); in every
-case the calling process writes the results (:mod:`experiments.results`) as each cell finishes.
+case the calling process writes the results (:mod:`experiments.results`) as each cell finishes, holding
+the directory's lock. Locally a cell checkpoints while it plays (:mod:`experiments.checkpoint`): at most
+every 30 s, and when Ctrl-C stops it (the round being played ends first; a second Ctrl-C stops at once).
+The same command then continues the cell from its checkpoint, with the numbers of an uninterrupted run.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -37,6 +42,7 @@ import torch
 
 from bandit_gym.threads import policy
 from experiments import catalog
+from experiments.checkpoint import EVERY_S, Checkpoint, Progress
 from experiments.config import AgentSpec, ExperimentConfig
 from experiments.results import ResultsDir, final_regret_stats, package_versions
 
@@ -98,14 +104,27 @@ class _Played:
     hyperparameters: list[dict[str, Any]]
     select_s: float = 0.0
     update_s: float = 0.0
+    notes: tuple[str, ...] = ()  # what a checkpoint did (continued from round k, or not used and why)
 
 
-def run_cell(config: ExperimentConfig, label: str, device: str = "cpu", progress: bool = False) -> CellResult:
+@dataclass(frozen=True)
+class _Checkpoints:
+    """Where a cell's batches checkpoint (``folder/batch.pt``, ``folder/point<p>.pt``) and how often."""
+
+    folder: Any  # Path
+    every_s: float = EVERY_S
+
+
+def run_cell(config: ExperimentConfig, label: str, device: str = "cpu", progress: bool = False,
+             checkpoint_dir=None, checkpoint_every_s: float = EVERY_S) -> CellResult:
     """Play one cell (see the module docstring); returns its record and per-round regret.
 
     Never raises for a cell that cannot be played: the result is then a failed cell (``record["failed"]``).
+    ``checkpoint_dir``: the folder of this cell's checkpoints (None: none are written or read). Ctrl-C
+    (``KeyboardInterrupt``) is raised after the checkpoint is written.
     """
     spec = config.agent(label)
+    checkpoints = None if checkpoint_dir is None else _Checkpoints(checkpoint_dir, checkpoint_every_s)
     started = time.time()
     start = time.perf_counter()
     base = {"label": label, "agent": spec.agent, "env": config.env, "horizon": config.horizon,
@@ -113,7 +132,7 @@ def run_cell(config: ExperimentConfig, label: str, device: str = "cpu", progress
             "device": device,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))}
     try:
-        played, diverged, errors = _play_containing_divergence(config, spec, device, progress)
+        played, diverged, errors = _play_containing_divergence(config, spec, device, progress, checkpoints)
     except Exception as exc:  # noqa: BLE001  (a cell that cannot run must not stop the others)
         record = {**base, "failed": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(),
                   "wall_time_s": time.perf_counter() - start, "versions": package_versions()}
@@ -127,17 +146,21 @@ def run_cell(config: ExperimentConfig, label: str, device: str = "cpu", progress
         "errors": errors, "final_regret": stats, "chosen": chosen, "wall_time_s": wall_time,
         "select_time_s": played.select_s, "update_time_s": played.update_s, "versions": package_versions(),
     }
+    if played.notes:
+        record["notes"] = list(played.notes)
     return CellResult(record, played.regret)
 
 
-def _play_containing_divergence(config: ExperimentConfig, spec: AgentSpec, device: str, progress: bool
+def _play_containing_divergence(config: ExperimentConfig, spec: AgentSpec, device: str, progress: bool,
+                                checkpoints: _Checkpoints | None = None
                                 ) -> tuple[_Played, list[bool], list[str | None]]:
     """All points as one batch; if it diverges, each point alone: the points that diverge get NaN regret."""
     from agents import DivergenceError
 
     points = spec.points()
     try:
-        return _play(config, spec, points, device, progress), [False] * len(points), [None] * len(points)
+        played = _play(config, spec, points, device, progress, checkpoints, "batch")
+        return played, [False] * len(points), [None] * len(points)
     except DivergenceError as exc:
         if len(points) == 1:
             regret = np.full((config.horizon, config.seeds), np.nan)
@@ -145,9 +168,9 @@ def _play_containing_divergence(config: ExperimentConfig, spec: AgentSpec, devic
     # the batch diverged: find the points that diverge on their own (the failed batch's time is in the wall time)
     blocks, hyperparameters, diverged, errors = [], [], [], []
     select_s = update_s = 0.0
-    for point in points:
+    for p, point in enumerate(points):
         try:
-            alone = _play(config, spec, [point], device, progress)
+            alone = _play(config, spec, [point], device, progress, checkpoints, f"point{p}")
             blocks.append(alone.regret)
             hyperparameters.extend(alone.hyperparameters)
             select_s, update_s = select_s + alone.select_s, update_s + alone.update_s
@@ -162,12 +185,20 @@ def _play_containing_divergence(config: ExperimentConfig, spec: AgentSpec, devic
 
 
 def _play(config: ExperimentConfig, spec: AgentSpec, points: list[dict[str, Any]], device: str,
-          progress: bool) -> _Played:
-    """One batch: ``points`` x seeds. Returns regret ``(T, P*S)``, every point's hyperparameters and the times."""
+          progress: bool, checkpoints: _Checkpoints | None = None, name: str = "batch") -> _Played:
+    """One batch: ``points`` x seeds. Returns regret ``(T, P*S)``, every point's hyperparameters and the times.
+
+    ``checkpoints``: continue from ``name``'s checkpoint and write one while playing (None: neither).
+    """
     env = make_env(config, len(points) * config.seeds, device)
     try:
         agent = build_agent(spec, config, env, device, points)
-        played = play_rounds(agent, env, config.horizon, spec.label if progress else None)
+        checkpoint = None
+        if checkpoints is not None:
+            key = {"cell_config": cell_config(config, spec), "points": points, "device": device,
+                   "versions": package_versions()}
+            checkpoint = Checkpoint(checkpoints.folder / f"{name}.pt", key, checkpoints.every_s)
+        played = play_rounds(agent, env, config.horizon, spec.label if progress else None, checkpoint)
     finally:
         env.close()
     reported = agent.hyperparameters()
@@ -177,106 +208,176 @@ def _play(config: ExperimentConfig, spec: AgentSpec, points: list[dict[str, Any]
 
 
 @policy()  # the rounds on the library's torch threads (bandit_gym/threads.py)
-def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | None = None) -> _Played:
+def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | None = None,
+                checkpoint: Checkpoint | None = None) -> _Played:
     """Play ``total`` rounds of ``agent`` on ``env`` (reset with the agent's seeds), timing arm selection
     (``predict``) and learning (``update``) apart; the numbers of ``agent.learn(env, total)``.
 
     ``env``'s horizon must be at least ``total`` (one episode). ``bar_label``: show a progress bar with
-    the running cumulative regret, mean over the replicas (None: no bar).
+    the running cumulative regret, mean over the replicas (None: no bar). ``checkpoint``: continue from
+    it if it holds a usable one, write it while playing, and on Ctrl-C end the round, write it and raise
+    ``KeyboardInterrupt`` (see :mod:`experiments.checkpoint`).
     """
     synchronize = torch.cuda.synchronize if agent.device.type == "cuda" else (lambda: None)
     clock = time.perf_counter
-    rows: list[Any] = []
-    select_s = update_s = 0.0
-    bar = _round_bar(total, bar_label)
-    cumulative = 0.0  # for the bar only
-    obs, _ = env.reset(seed=list(agent.seeds))
-    try:
-        for played in range(1, total + 1):
-            start = clock()
-            actions, _ = agent.predict(obs)  # (R,)
-            synchronize()
-            chosen = clock()
-            next_obs, reward, _, _, info = env.step(actions)
-            stepped = clock()
-            agent.update(obs, actions, reward)
-            synchronize()
-            select_s += chosen - start
-            update_s += clock() - stepped
-            rows.append(info["regret"])
-            obs = next_obs
+    restored = checkpoint.load(agent, env) if checkpoint is not None else None
+    if restored is None:
+        done, obs = Progress(), env.reset(seed=list(agent.seeds))[0]
+    else:
+        done, obs = restored
+    bar = _round_bar(total, bar_label, done.rounds)
+    cumulative = sum(float(np.mean(_as_numpy(row))) for row in done.regret) if bar is not None else 0.0
+    in_update = False  # agent.update running: its state may be half-changed, not a state to checkpoint
+    with _DeferredInterrupt(enabled=checkpoint is not None) as interrupt:
+        try:
+            for played in range(done.rounds + 1, total + 1):
+                start = clock()
+                actions, _ = agent.predict(obs)  # (R,)
+                synchronize()
+                chosen = clock()
+                next_obs, reward, _, _, info = env.step(actions)
+                stepped = clock()
+                in_update = True
+                agent.update(obs, actions, reward)
+                synchronize()
+                done.select_s += chosen - start
+                done.update_s += clock() - stepped
+                if checkpoint is not None:
+                    done.actions.append(np.array(_as_numpy(actions), dtype=np.int64))  # (R,) a copy
+                done.regret.append(info["regret"])
+                in_update = False
+                obs = next_obs
+                if bar is not None:
+                    cumulative += float(np.mean(_as_numpy(info["regret"])))
+                    bar.update(1)
+                    if played % 100 == 0 or played == total:
+                        bar.set_postfix_str(f"regret {cumulative:.1f}", refresh=played == total)
+                if checkpoint is not None and (interrupt.requested or (played < total and checkpoint.due())):
+                    checkpoint.save(agent, done)
+                    interrupt.raise_if_requested()
+        except KeyboardInterrupt:
+            if checkpoint is None:
+                raise
+            if not in_update and not interrupt.requested:  # stopped between two agent states: keep this one
+                checkpoint.save(agent, done)
+            raise KeyboardInterrupt(f"interrupted: {checkpoint.path} holds the cell's last checkpoint; the same "
+                                    "command continues from it") from None
+        finally:
             if bar is not None:
-                cumulative += float(np.mean(_as_numpy(info["regret"])))
-                bar.update(1)
-                if played % 100 == 0 or played == total:
-                    bar.set_postfix_str(f"regret {cumulative:.1f}", refresh=played == total)
-    finally:
-        if bar is not None:
-            bar.close()
-    regret = _as_numpy(torch.stack(rows) if isinstance(rows[0], torch.Tensor) else np.stack(rows))  # (T, R)
-    return _Played(regret.astype(np.float64).reshape(total, -1), [], select_s, update_s)
+                bar.close()
+    regret = _as_numpy(torch.stack(done.regret) if isinstance(done.regret[0], torch.Tensor)
+                       else np.stack(done.regret))  # (T, R)
+    notes = (checkpoint.note,) if checkpoint is not None and checkpoint.note else ()
+    return _Played(regret.astype(np.float64).reshape(total, -1), [], done.select_s, done.update_s, notes)
+
+
+class _DeferredInterrupt:
+    """While a checkpointed cell plays, the first Ctrl-C (SIGINT) is held until the round ends, so that the
+    checkpoint is of a whole round; a second one interrupts at once. Only in the main thread, and only where
+    SIGINT has Python's default handler (a handler of the caller's own is left alone); restored after."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled, self.requested, self._previous = enabled, False, None
+
+    def __enter__(self) -> _DeferredInterrupt:
+        if (self.enabled and threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def raise_if_requested(self) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
 
 
 def _as_numpy(values) -> np.ndarray:
     return values.cpu().numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
 
 
-def _round_bar(total: int, label: str | None):
+def _round_bar(total: int, label: str | None, initial: int = 0):
     if label is None:
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=f"  {label}", unit="round", leave=False, file=sys.stderr, mininterval=0.5)
+    return tqdm(total=total, initial=initial, desc=f"  {label}", unit="round", leave=False, file=sys.stderr,
+                mininterval=0.5)
 
 
 # -- the sweep --------------------------------------------------------------------------------------
 def run_experiment(config: ExperimentConfig, out: str, *, device: str = "cpu", backend: str = "local",
                    jobs: int = 1, address: str | None = None, progress: bool = False,
-                   log: Callable[[str], None] = print) -> ResultsDir:
+                   log: Callable[[str], None] = print, checkpoint_every_s: float = EVERY_S) -> ResultsDir:
     """Run every unfinished cell of ``config`` into the results directory ``out``; skip finished ones.
+
+    Holds ``out``'s lock while it runs; a damaged cell is moved aside (said in ``log``) and runs again.
+    Local cells checkpoint every ``checkpoint_every_s`` seconds and on Ctrl-C (Ray's do not: their
+    workers may have no access to ``out``).
 
     Raises:
         ResultsMismatchError: ``out`` holds results of another config (nothing is run).
+        ResultsDamagedError: ``out``'s experiment.json cannot be read (nothing is run).
+        ResultsLockedError: another run is writing into ``out`` (nothing is run).
+        ResultsWriteError: a file could not be written (what was written before is kept).
+        KeyboardInterrupt: Ctrl-C, after the running cell's checkpoint is written.
     """
     results = ResultsDir(out)
-    results.prepare(config)
-    todo = [spec.label for spec in config.agents if not results.is_finished(spec.label, cell_config(config, spec))]
-    done = len(config.agents) - len(todo)
-    if done:
-        log(f"{done} of {len(config.agents)} cells already finished in {results.path}: skipped")
-    if not todo:
-        return results
-    if backend == "ray":
-        from experiments.ray_backend import run_cells_on_ray
+    with results.locked():
+        results.prepare(config)
+        todo = [spec.label for spec in config.agents
+                if not results.is_finished(spec.label, cell_config(config, spec), log)]
+        done = len(config.agents) - len(todo)
+        if done:
+            log(f"{done} of {len(config.agents)} cells already finished in {results.path}: skipped")
+        if not todo:
+            return results
+        if backend == "ray":
+            from experiments.ray_backend import run_cells_on_ray
 
-        finished = run_cells_on_ray(config, todo, device, address)
-    elif jobs > 1:
-        finished = _run_in_processes(config, todo, device, jobs)
-    else:
-        finished = (run_cell(config, label, device, progress) for label in todo)
-    bar = _sweep_bar(len(config.agents), done, progress)
-    try:
-        for result in finished:
-            if result.failed:
-                results.write_failed(result.record)
-            else:
-                results.write_cell(result.record, result.regret)
-            bar.update(1)
-            log(_cell_line(result.record))
-    finally:
-        bar.close()
+            finished = run_cells_on_ray(config, todo, device, address)
+        elif jobs > 1:
+            finished = _run_in_processes(config, todo, device, jobs, results, checkpoint_every_s)
+        else:
+            finished = (run_cell(config, label, device, progress, results.checkpoint_dir(label), checkpoint_every_s)
+                        for label in todo)
+        bar = _sweep_bar(len(config.agents), done, progress)
+        try:
+            for result in finished:
+                if result.failed:
+                    results.write_failed(result.record)
+                else:
+                    results.write_cell(result.record, result.regret)
+                    results.remove_checkpoints(result.record["label"])
+                bar.update(1)
+                log(_cell_line(result.record))
+        finally:
+            bar.close()
+            finished.close()  # stops what still runs (a process pool's queued cells, a local Ray)
     return results
 
 
-def _run_in_processes(config: ExperimentConfig, labels: list[str], device: str, jobs: int) -> Iterator[CellResult]:
+def _run_in_processes(config: ExperimentConfig, labels: list[str], device: str, jobs: int, results: ResultsDir,
+                      checkpoint_every_s: float) -> Iterator[CellResult]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     # spawn: a fresh interpreter per worker (torch and numba do not like fork after threads started).
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(run_cell, config, label, device, False) for label in labels]
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = [pool.submit(run_cell, config, label, device, False, results.checkpoint_dir(label),
+                               checkpoint_every_s) for label in labels]
         for future in as_completed(futures):
             yield future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # an error or Ctrl-C: the queued cells do not start
 
 
 class _NoBar:
@@ -300,12 +401,13 @@ def _cell_line(record: dict[str, Any]) -> str:
         return (f"  {record['label']}: FAILED after {record['wall_time_s']:.1f} s: {record['failed']} (the other "
                 "cells go on; the same command runs it again)")
     chosen = record["chosen"]
+    notes = "".join(f"; {note}" for note in record.get("notes", ()))
     if chosen is None:
-        return f"  {record['label']}: every grid point diverged ({record['wall_time_s']:.1f} s)"
+        return f"  {record['label']}: every grid point diverged ({record['wall_time_s']:.1f} s{notes})"
     stats = record["final_regret"][chosen]
     spread = f" +- {stats['se']:.1f}" if stats["se"] is not None else ""
     point = ", ".join(f"{k}={v}" for k, v in record["grid_points"][chosen].items())
     points, seeds = len(record["grid_points"]), len(record["seeds"])
     return (f"  {record['label']}: final regret {stats['mean']:.1f}{spread}{' at ' + point if point else ''} "
             f"({points} point{'s' if points > 1 else ''} x {seeds} seed{'s' if seeds > 1 else ''}, "
-            f"{record['wall_time_s']:.1f} s)")
+            f"{record['wall_time_s']:.1f} s{notes})")

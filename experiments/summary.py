@@ -18,7 +18,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.results import Cell, ResultsDir, write_atomic
+from experiments.results import Cell, ResultsDamagedError, ResultsDir, write_atomic
 
 
 @dataclass(frozen=True)
@@ -146,19 +146,53 @@ def plain(table: list[Row], heading: str, remarks: list[str] = ()) -> str:
     return "\n".join(lines)
 
 
-def write_summary(path: str | Path) -> tuple[str, Path, Path]:
-    """Read the results in ``path``; write summary.csv and summary.md there; return the printable table."""
+@dataclass(frozen=True)
+class Summary:
+    """The summary of a results directory: the printable table and the texts of summary.csv and summary.md."""
+
+    text: str
+    csv: str
+    markdown: str
+    damaged: int  # cells left out because their files fail their checks (named in the remarks)
+
+
+def summarize(path: str | Path) -> Summary:
+    """Read and check the results in ``path`` (writes nothing: works on a read-only directory).
+
+    A cell whose files fail their checksums (:meth:`ResultsDir.check_cell`) is not shown: it is named under
+    the table with what is wrong.
+
+    Raises:
+        FileNotFoundError: ``path`` is not a results directory, or has no finished cell yet.
+        ResultsDamagedError: its experiment.json cannot be read, or every cell is damaged.
+    """
     results = ResultsDir(path)
     record = results.load_config_record()
-    cells, failures = results.read_cells(), results.read_failures()
+    damaged: list[str] = []
+    cells, failures = results.read_cells(damaged), results.read_failures()
     if not cells and not failures:
+        if damaged:
+            raise ResultsDamagedError("; ".join(damaged))
         raise FileNotFoundError(f"{results.path} has no finished cells yet; run `bandit-gym run CONFIG --out DIR`")
-    table, remarks = rows(cells, failures), notes(cells, failures)
+    table, remarks = rows(cells, failures), notes(cells, failures) + damaged
     heading = f"{record['config']['name']}: {title(record)}"
-    missing = len(record["config"]["agents"]) - len(cells) - len(failures)
-    if missing:
-        heading += f" ({missing} agent{'s' if missing > 1 else ''} not finished yet)"
-    csv_path, md_path = results.path / "summary.csv", results.path / "summary.md"
-    write_atomic(csv_path, csv_text(table).encode())
-    write_atomic(md_path, markdown(table, heading, remarks).encode())
-    return plain(table, heading, remarks), csv_path, md_path
+    missing = len(record["config"]["agents"]) - len(cells) - len(failures) - len(damaged)
+    left_out = [f"{n} agent{'s' if n > 1 else ''} {what}" for n, what in
+                ((missing, "not finished yet"), (len(damaged), "damaged, not shown")) if n]
+    if left_out:
+        heading += f" ({', '.join(left_out)})"
+    return Summary(plain(table, heading, remarks), csv_text(table), markdown(table, heading, remarks), len(damaged))
+
+
+def write_summary(path: str | Path) -> tuple[str, Path, Path]:
+    """Read the results in ``path``; write summary.csv and summary.md there; return the printable table.
+
+    Raises:
+        ResultsWriteError: summary.csv or summary.md cannot be written (read-only directory, full disk): the
+            message names the file; the results are untouched. :func:`summarize` makes the table alone.
+    """
+    summary = summarize(path)
+    csv_path, md_path = Path(path) / "summary.csv", Path(path) / "summary.md"
+    write_atomic(csv_path, summary.csv.encode())
+    write_atomic(md_path, summary.markdown.encode())
+    return summary.text, csv_path, md_path

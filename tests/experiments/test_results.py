@@ -92,8 +92,12 @@ def test_a_cell_with_a_damaged_regret_file_runs_again(tmp_path):
     (results.cells_dir / "LinTS.npz").write_bytes(good[:-10])  # e.g. a disk that lost the end of the file
     lines = []
     run_experiment(config, tmp_path / "out", log=lines.append)
-    assert lines[0] == f"1 of 2 cells already finished in {tmp_path / 'out'}: skipped"
+    assert lines[0] == (f"  LinTS: {results.cells_dir / 'LinTS.npz'} does not match the sha256 recorded in LinTS.json "
+                        "(truncated, edited or damaged since it was written): moved aside as LinTS.npz.damaged and "
+                        "LinTS.json.damaged; the cell runs again")  # said, not silent
+    assert lines[1] == f"1 of 2 cells already finished in {tmp_path / 'out'}: skipped"
     assert (results.cells_dir / "LinTS.npz").read_bytes() == good
+    assert (results.cells_dir / "LinTS.npz.damaged").read_bytes() == good[:-10]
 
 
 KILLED = """\

@@ -122,7 +122,7 @@ def test_env_kwargs_on_the_command_line_are_merged_over_the_configs(tmp_path):
     assert config.env_kwargs == {"noise_std": 0.1, "n_arms": 7}
     with pytest.raises(ConfigError, match="--env-kwargs must be a YAML mapping"):
         parse_env_kwargs("[1, 2]")
-    with pytest.raises(ConfigError, match="env_kwargs.horizon: 'horizon' is set by the runner"):
+    with pytest.raises(ConfigError, match="'horizon' is set by the runner"):
         load_config(path, env_kwargs={"horizon": 3})
 
 

@@ -1,0 +1,109 @@
+"""Checkpoints of a cell that is being played, so that an interrupted run continues mid-cell.
+
+A checkpoint holds what the rounds played so far made, never the env: the agent's state (its
+``_state()`` tensors, the ones ``save`` writes, and its round ``t``), the arms played and the regret
+of every round so far ``(k, R)``, and the time spent in arm selection and updates. The env is a pure
+function of its seeds and the arms played, so on resume it is reset with the agent's seeds and the
+``k`` recorded rounds are stepped again (about 40 us a round); the regret it gives back must equal
+the recorded one, else the checkpoint is not used. The rounds after ``k`` are then those of a run
+that was never interrupted, bit for bit (same seed, batch and device; tested).
+
+A checkpoint is bound to what makes the cell's numbers (the cell config, the batch's grid points,
+the device, the kernel switch and the package versions); one made otherwise is removed and the
+batch starts at round 1. It is written atomically (:func:`experiments.results.write_atomic`) at most
+every ``every_s`` seconds of play and when the run is interrupted, and removed when the cell is
+written. Files: ``DIR/checkpoints/<label>.pt`` for the whole batch, ``<label>.point<p>.pt`` for grid
+point ``p`` played alone after the batch diverged. Read with ``torch.load(weights_only=True)``: no
+code runs.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from experiments.results import write_atomic
+
+FORMAT_VERSION = 1
+#: Seconds of play between two checkpoints (a checkpoint of a neural agent writes its history: keep it rare).
+EVERY_S = 30.0
+
+
+@dataclass
+class Progress:
+    """The rounds played so far: arms ``(k, R)`` int64, regret ``(k, R)`` float64, the timed parts (s)."""
+
+    actions: list[np.ndarray] = field(default_factory=list)
+    regret: list[Any] = field(default_factory=list)  # numpy (R,) or torch (R,) rows, as the env gives them
+    select_s: float = 0.0
+    update_s: float = 0.0
+
+    @property
+    def rounds(self) -> int:
+        return len(self.regret)
+
+
+class Checkpoint:
+    """One batch's checkpoint file; ``key`` is what must match for it to be used (JSON values)."""
+
+    def __init__(self, path: Path, key: dict[str, Any], every_s: float = EVERY_S) -> None:
+        self.path, self.every_s = Path(path), every_s
+        self.key = json.loads(json.dumps(key))  # as it reads back (tuples as lists)
+        self._last = time.monotonic()
+        self.note: str | None = None  # what load() did, for the log
+
+    def due(self) -> bool:
+        return time.monotonic() - self._last >= self.every_s
+
+    def save(self, agent, progress: Progress) -> None:
+        """Write the agent's state after ``progress.rounds`` rounds (call it between rounds only)."""
+        rows = [r.cpu().numpy() if isinstance(r, torch.Tensor) else np.asarray(r) for r in progress.regret]
+        payload = {"format": FORMAT_VERSION, "key": self.key, "t": agent.t, "rounds": progress.rounds,
+                   "state": {name: value.detach().cpu() for name, value in agent._state().items()},
+                   "actions": torch.from_numpy(np.stack(progress.actions).astype(np.int64)),  # (k, R)
+                   "regret": torch.from_numpy(np.stack(rows).astype(np.float64)),  # (k, R)
+                   "select_s": progress.select_s, "update_s": progress.update_s}
+        buffer = io.BytesIO()
+        torch.save(payload, buffer)
+        write_atomic(self.path, buffer.getvalue())
+        self._last = time.monotonic()
+
+    def load(self, agent, env) -> tuple[Progress, Any] | None:
+        """Restore ``agent`` (fresh, seeded) and ``env`` to the checkpoint; returns the progress and the
+        observation of the next round, or None (no usable checkpoint: start at round 1)."""
+        if not self.path.is_file():
+            return None
+        try:
+            payload = torch.load(self.path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001  (any unreadable file: start again, and say so)
+            return self._discard(f"unreadable ({type(exc).__name__}: {exc})")
+        if payload.get("format") != FORMAT_VERSION or payload.get("key") != self.key:
+            return self._discard("made with another config, device or version")
+        actions, regret = payload["actions"].numpy(), payload["regret"].numpy()  # (k, R) each
+        obs, _ = env.reset(seed=list(agent.seeds))
+        for k in range(payload["rounds"]):  # the env is a function of its seeds and the arms played
+            obs, _, _, _, info = env.step(actions[k])
+            replayed = info["regret"]
+            replayed = replayed.cpu().numpy() if isinstance(replayed, torch.Tensor) else np.asarray(replayed)
+            if not np.array_equal(replayed.astype(np.float64), regret[k]):
+                return self._discard(f"the env gives other numbers at round {k + 1}")
+        agent._load_state({name: value.to(agent.device) for name, value in payload["state"].items()})
+        agent.t = payload["t"]
+        self.note = f"continues from its checkpoint {self.path.name} at round {payload['rounds'] + 1}"
+        progress = Progress(list(actions), list(regret), payload["select_s"], payload["update_s"])
+        return progress, obs
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def _discard(self, why: str) -> None:
+        self.note = f"checkpoint {self.path} not used ({why}): removed, the cell starts at round 1"
+        self.remove()
+        return None

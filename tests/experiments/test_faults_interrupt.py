@@ -1,0 +1,148 @@
+"""Ctrl-C in the middle of a cell: the cell checkpoints, and the same command continues it with the numbers of
+a run that was never interrupted, bit for bit (same seeds, batch and device)."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+import torch
+
+from experiments import catalog, runner
+from experiments.config import load_config
+from experiments.results import ResultsDir
+
+AGENTS = {
+    "LinUCB": "{grid: {exploration_scale: [0.1, 1.0]}}",
+    "LinTS": "{}",
+    "EpsGreedy": "{}",
+    "UniformRandom": "{}",
+    "LMCTS": "{fixed: {n_inner_steps: 5}, grid: {step_size: [0.01, 0.05]}}",
+    "UCBGLM": "{}",
+    "GLMTSL": "{}",
+    "SGDTS": "{}",
+    "NeuralUCB": "{fixed: {model_kwargs: {hidden: [8]}}}",
+    "NeuralTS": "{fixed: {model_kwargs: {hidden: [8]}}}",
+    "NeuralLinUCB": "{fixed: {model_kwargs: {hidden: [8]}}}",
+    "NeuralEpsGreedy": "{fixed: {model_kwargs: {hidden: [8]}}}",
+}
+CONFIG = "name: interrupt\nenv: LinearBandit-v0\nhorizon: 24\nseeds: 2\nenv_kwargs: {n_arms: 4, dim: 3}\nagents:\n" + \
+    "".join(f"  {name}: {entry}\n" for name, entry in AGENTS.items())
+STOP_AT = 13  # the round that is interrupted
+
+
+@pytest.fixture
+def config(write_config):
+    return load_config(write_config(CONFIG, "c.yaml"))
+
+
+def test_every_agent_class_is_covered():
+    assert set(AGENTS) == set(catalog.agent_classes())
+
+
+def _interrupt_in_predict(monkeypatch, cls, at: int) -> None:
+    predict = cls.predict
+
+    def stopped(agent, *args, **kwargs):
+        if agent.t == at:
+            raise KeyboardInterrupt  # as if Ctrl-C landed while the arms were chosen
+        return predict(agent, *args, **kwargs)
+
+    monkeypatch.setattr(cls, "predict", stopped)
+
+
+@pytest.mark.parametrize("label", list(AGENTS))
+def test_an_interrupted_cell_continues_with_the_numbers_of_an_uninterrupted_one(config, label, tmp_path,
+                                                                                 monkeypatch):
+    uninterrupted = runner.run_cell(config, label)
+    assert not uninterrupted.failed, uninterrupted.record.get("failed")
+    folder = tmp_path / "checkpoints" / label
+    with monkeypatch.context() as patch:
+        _interrupt_in_predict(patch, catalog.agent_classes()[label], STOP_AT)
+        with pytest.raises(KeyboardInterrupt, match=f"{folder / 'batch.pt'} holds the cell's last checkpoint"):
+            runner.run_cell(config, label, checkpoint_dir=folder, checkpoint_every_s=1e9)
+    saved = torch.load(folder / "batch.pt", weights_only=True)
+    assert saved["rounds"] == STOP_AT - 1 and saved["t"] == STOP_AT  # the rounds played before Ctrl-C
+    resumed = runner.run_cell(config, label, checkpoint_dir=folder)
+    assert resumed.record["notes"] == [f"continues from its checkpoint batch.pt at round {STOP_AT}"]
+    np.testing.assert_array_equal(resumed.regret, uninterrupted.regret)
+    assert resumed.record["final_regret"] == uninterrupted.record["final_regret"]
+
+
+def test_ctrl_c_during_an_update_ends_the_round_then_checkpoints(config, tmp_path, monkeypatch):
+    cls = catalog.agent_classes()["LMCTS"]
+    update, rounds_updated = cls.update, []
+
+    def update_then_ctrl_c(agent, *args, **kwargs):
+        if agent.t == STOP_AT:
+            os.kill(os.getpid(), signal.SIGINT)  # a real SIGINT, in the middle of the update
+        update(agent, *args, **kwargs)
+        rounds_updated.append(agent.t - 1)
+
+    uninterrupted = runner.run_cell(config, "LMCTS")
+    folder = tmp_path / "LMCTS"
+    with monkeypatch.context() as patch:
+        patch.setattr(cls, "update", update_then_ctrl_c)
+        with pytest.raises(KeyboardInterrupt):
+            runner.run_cell(config, "LMCTS", checkpoint_dir=folder, checkpoint_every_s=1e9)
+    assert rounds_updated[-1] == STOP_AT  # the update was not cut short: the round was finished
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is given back
+    assert torch.load(folder / "batch.pt", weights_only=True)["rounds"] == STOP_AT
+    resumed = runner.run_cell(config, "LMCTS", checkpoint_dir=folder)
+    np.testing.assert_array_equal(resumed.regret, uninterrupted.regret)
+
+
+def test_a_cell_that_fails_mid_way_continues_from_its_last_periodic_checkpoint(config, tmp_path, monkeypatch):
+    cls = catalog.agent_classes()["LinTS"]
+    update = cls.update
+
+    def fails(agent, *args, **kwargs):
+        if agent.t == STOP_AT:
+            raise RuntimeError("the machine ran out of memory (simulated)")
+        update(agent, *args, **kwargs)
+
+    uninterrupted = runner.run_cell(config, "LinTS")
+    folder = tmp_path / "LinTS"
+    with monkeypatch.context() as patch:
+        patch.setattr(cls, "update", fails)
+        failed = runner.run_cell(config, "LinTS", checkpoint_dir=folder, checkpoint_every_s=0.0)  # every round
+    assert failed.failed
+    assert torch.load(folder / "batch.pt", weights_only=True)["rounds"] == STOP_AT - 1
+    resumed = runner.run_cell(config, "LinTS", checkpoint_dir=folder)
+    assert resumed.record["notes"] == [f"continues from its checkpoint batch.pt at round {STOP_AT}"]
+    np.testing.assert_array_equal(resumed.regret, uninterrupted.regret)
+
+
+def test_a_checkpoint_of_another_config_is_not_used(config, write_config, tmp_path, monkeypatch):
+    folder = tmp_path / "LinUCB"
+    with monkeypatch.context() as patch:
+        _interrupt_in_predict(patch, catalog.agent_classes()["LinUCB"], STOP_AT)
+        with pytest.raises(KeyboardInterrupt):
+            runner.run_cell(config, "LinUCB", checkpoint_dir=folder, checkpoint_every_s=1e9)
+    other = load_config(write_config(CONFIG.replace("seeds: 2", "seeds: 2\nseed: 7"), "other.yaml"))
+    result = runner.run_cell(other, "LinUCB", checkpoint_dir=folder)
+    assert result.record["notes"] == [f"checkpoint {folder / 'batch.pt'} not used (made with another config, "
+                                      "device or version): removed, the cell starts at round 1"]
+    np.testing.assert_array_equal(result.regret, runner.run_cell(other, "LinUCB").regret)
+
+
+def test_the_same_command_continues_an_interrupted_experiment(config, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    with monkeypatch.context() as patch:
+        _interrupt_in_predict(patch, catalog.agent_classes()["EpsGreedy"], STOP_AT)
+        with pytest.raises(KeyboardInterrupt):
+            runner.run_experiment(config, out, log=lambda line: None)
+    results = ResultsDir(out)
+    assert [c.label for c in results.read_cells()] == ["LinUCB", "LinTS"]  # finished before Ctrl-C: kept
+    assert (out / "checkpoints" / "EpsGreedy" / "batch.pt").is_file()
+    lines = []
+    runner.run_experiment(config, out, log=lines.append)
+    assert lines[0] == f"2 of {len(AGENTS)} cells already finished in {out}: skipped"
+    assert lines[1].startswith("  EpsGreedy: final regret ")
+    assert lines[1].endswith(f"; continues from its checkpoint batch.pt at round {STOP_AT})")
+    assert not (out / "checkpoints" / "EpsGreedy").exists()  # removed once the cell is written
+    reference = runner.run_experiment(config, tmp_path / "reference", log=lambda line: None).read_cells()
+    for a, b in zip(results.read_cells(), reference, strict=True):
+        np.testing.assert_array_equal(a.regret, b.regret)
