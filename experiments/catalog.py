@@ -38,12 +38,18 @@ def missing_extra_message(error: ModuleNotFoundError) -> str | None:
     return f'the package {module!r} is not installed; it comes with pip install "bandit-gym[{extra}]"'
 
 
+def closest_name(value: str, accepted: Iterable[str]) -> str | None:
+    """The accepted name closest to ``value`` by spelling (case ignored), or None if none is close."""
+    lowered = {name.lower(): name for name in accepted}
+    close = difflib.get_close_matches(str(value).lower(), list(lowered), n=1, cutoff=0.6)
+    return lowered[close[0]] if close else None
+
+
 def unknown_name_message(what: str, value: str, accepted: Iterable[str]) -> str:
     """``"unknown agent 'LMCT'; did you mean 'LMCTS'? accepted: ..."`` (the closest by spelling)."""
     accepted = list(accepted)
-    lowered = {name.lower(): name for name in accepted}
-    close = difflib.get_close_matches(value.lower(), list(lowered), n=1, cutoff=0.6)
-    hint = f"; did you mean {lowered[close[0]]!r}?" if close else ""
+    close = closest_name(value, accepted)
+    hint = f"; did you mean {close!r}?" if close else ""
     return f"unknown {what} {value!r}{hint} (accepted: {', '.join(accepted)})"
 
 
@@ -84,6 +90,55 @@ def agent_hyperparameters(cls: type) -> dict[str, Any]:
         if not passes_on:
             break
     return hyperparameters
+
+
+def agent_summary(cls: type) -> str:
+    """The first paragraph of an agent's docstring, on one line (whole sentences, not its first line)."""
+    paragraph = (inspect.getdoc(cls) or "").split("\n\n")[0]
+    return " ".join(paragraph.split())
+
+
+def resolved_defaults(cls: type) -> dict[str, Any]:
+    """:func:`agent_hyperparameters` with each None that the agent resolves by itself replaced by its value.
+
+    The agent is built (no round played) on two problem sizes; a value is taken only where both agree (a
+    default scaled by the dimension, such as SGD-TS's ``n_explore_rounds = d``, stays None). A value that
+    depends on the ``model`` keyword is the default model's; :func:`model_defaults` gives the others'.
+    """
+    listed = agent_hyperparameters(cls)
+    unresolved = [name for name, value in listed.items() if value is None]
+    return {**listed, **_built_defaults(cls, unresolved, {})} if unresolved else listed
+
+
+def model_defaults(cls: type) -> dict[str, dict[str, Any]]:
+    """``{hyperparameter: {model: default}}`` for the defaults that differ with an agent's ``model`` keyword
+    (LMC-TS: ``{"step_size": {"glm": 0.9, "mlp": 0.01}, ...}``), for the models other than the default."""
+    listed = agent_hyperparameters(cls)
+    if not isinstance(listed.get("model"), str):
+        return {}
+    from agents.models import MODELS
+
+    unresolved = [name for name, value in listed.items() if value is None]
+    default = _built_defaults(cls, unresolved, {})
+    others: dict[str, dict[str, Any]] = {}
+    for model in MODELS:
+        if model == listed["model"]:
+            continue
+        for name, value in _built_defaults(cls, unresolved, {"model": model}).items():
+            if value != default.get(name):
+                others.setdefault(name, {})[model] = value
+    return others
+
+
+def _built_defaults(cls: type, names: list[str], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The values the agent resolves for ``names`` when built with ``kwargs`` on two sizes; where they agree."""
+    try:
+        built = [cls(n_arms=n_arms, dim=dim, num_replicas=1, seed=0, device="cpu", **kwargs).hyperparameters()
+                 for n_arms, dim in ((2, 3), (3, 5))]
+    except (ValueError, TypeError):  # needs the env (e.g. LinTS's horizon): left as listed
+        return {}
+    return {name: built[0][name] for name in names
+            if built[0].get(name) is not None and built[0].get(name) == built[1].get(name)}
 
 
 def check_agent_name(name: str) -> str:

@@ -23,6 +23,8 @@ and call it in :func:`build_parser`.
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -31,10 +33,22 @@ from experiments import catalog
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argparse parser whose errors are one line: ``PROG: error: MESSAGE (see PROG --help)``."""
+    """An argparse parser whose errors are one line: ``PROG: error: MESSAGE (see PROG --help)``; an invalid
+    choice (a verb, ``--backend``) names the closest one."""
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def _check_value(self, action: argparse.Action, value) -> None:
+        if action.choices is not None and value not in action.choices:
+            raise argparse.ArgumentError(action, invalid_choice_message(value, action.choices))
+
+
+def invalid_choice_message(value: str, choices) -> str:
+    """``invalid choice: 'runn'; did you mean 'run'? (choose from 'demo', 'envs', ...)``."""
+    close = catalog.closest_name(value, [str(choice) for choice in choices])
+    hint = f"; did you mean {close!r}?" if close else ""
+    return f"invalid choice: {value!r}{hint} (choose from {', '.join(map(repr, choices))})"
 
 
 def _count(text: str) -> int:
@@ -125,16 +139,22 @@ def _run_envs(args: argparse.Namespace) -> int:
 def _add_agents(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("agents", help="list the agents and their hyperparameters with defaults",
                                    description="List the agent classes of the `agents` package and their "
-                                   "hyperparameters with defaults (None: derived from the env or other settings).")
+                                   "hyperparameters with the defaults they resolve to (None: derived from the env "
+                                   "or the problem's size, or off; see the class's docstring).")
     parser.set_defaults(run=_run_agents)
 
 
 def _run_agents(args: argparse.Namespace) -> int:
     for name, cls in catalog.agent_classes().items():
-        summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        print(f"{name}: {summary}")
-        hyperparameters = catalog.agent_hyperparameters(cls)
-        print("    " + ("  ".join(f"{key}={value!r}" for key, value in hyperparameters.items()) or "(none)"))
+        print(f"{name}: {catalog.agent_summary(cls)}")
+        per_model = catalog.model_defaults(cls)
+        shown = []
+        for key, value in catalog.resolved_defaults(cls).items():
+            others = ", ".join(f"{model} {other!r}" for model, other in per_model.get(key, {}).items())
+            shown.append(f"{key}={value!r}" + (f" ({others})" if others else ""))
+        print("    " + ("  ".join(shown) or "(none)"))
+    print("(None: derived from the env or the problem's size, or off; a value in parentheses is another model's "
+          "default; see the class's docstring and docs/agents.md)")
     return 0
 
 
@@ -167,7 +187,7 @@ def _run_download(args: argparse.Namespace) -> int:
 
     for name in args.names:
         if name not in SPECS:
-            args.parser.error(f"argument NAME: invalid choice: {name!r} (choose from {', '.join(sorted(SPECS))})")
+            args.parser.error(f"argument NAME: {invalid_choice_message(name, sorted(SPECS))}")
     status = 0
     for name in args.names:
         start = time.perf_counter()
@@ -237,7 +257,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     prog = f"bandit-gym {args.command}"
     try:
-        return args.run(args)
+        status = args.run(args)
+        sys.stdout.flush()  # a reader that went away (`| head`) shows here, not at exit
+        return status
+    except BrokenPipeError:
+        return _closed_pipe()
+    except KeyboardInterrupt as exc:  # Ctrl-C: one line (the verb's `on_interrupt` says what was kept), status 130
+        text = str(exc).strip() or "interrupted"
+        on_interrupt = getattr(args, "on_interrupt", None)
+        print(f"{prog}: {on_interrupt(args, text) if on_interrupt else text}", file=sys.stderr)
+        return 130
     except ModuleNotFoundError as exc:
         message = catalog.missing_extra_message(exc)
         if message is None:
@@ -247,6 +276,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as exc:  # the library's errors name the argument and what is accepted
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # a read-only directory, a full disk: the path, and what to do
+        print(f"{prog}: error: {os_error_line(exc, args)}", file=sys.stderr)
+        return 1
+
+
+#: Why a path cannot be written: no permission (or a read-only file system), or no space left.
+NO_PERMISSION = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def os_error_line(exc: OSError, args: argparse.Namespace) -> str:
+    """``No space left on device: 'DIR/cells/x.npz'; free some space ...``: the reason, the path and what to do
+    (the verb's ``on_os_error``). An error that the library worded itself (no ``filename``: it names the file
+    and what to do in its message) is shown as it is."""
+    if exc.filename is None:
+        return str(exc)
+    on_os_error = getattr(args, "on_os_error", None)
+    advice = on_os_error(args, exc) if on_os_error else ""
+    return f"{exc.strerror or exc}: {str(exc.filename)!r}" + (f"; {advice}" if advice else "")
+
+
+def _closed_pipe() -> int:
+    """The reader of the output went away (``bandit-gym envs | head -3``): stop quietly, with the status of a
+    process ended by SIGPIPE (128 + 13), as ``yes | head`` does. Python's recipe
+    (https://docs.python.org/3/library/signal.html#note-on-sigpipe): point stdout at devnull so that the
+    flush at exit does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (captured in a test): nothing left to flush
+        pass
+    return 128 + 13
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 
-from experiments.cli import _count
+from experiments.cli import NO_PERMISSION, NO_SPACE, _count
 
 
 def _device(text: str) -> str:
@@ -52,7 +52,40 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:
                         help="torch's intra-op threads in this run and its worker processes (default: torch's); "
                         "1 on a CPU shared with other jobs (docs/agents.md, Threads)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway off a terminal)")
-    parser.set_defaults(run=_run_run, parser=parser)
+    parser.set_defaults(run=_run_run, parser=parser, on_interrupt=_run_interrupted, on_os_error=_run_os_error)
+
+
+def _run_interrupted(args: argparse.Namespace, text: str) -> str:
+    """The line after Ctrl-C: what is kept, and how to go on (``text``: the interruption's own message)."""
+    out = getattr(args, "results_dir", None)
+    if out is None:  # stopped while reading or checking the config
+        return f"{text}; nothing was started"
+    parts = [text, f"finished cells are kept in {out}"]
+    if "same command" not in text:
+        parts.append("rerun the same command to continue")
+    return "; ".join(parts)
+
+
+def _run_os_error(args: argparse.Namespace, exc: OSError) -> str:
+    """What to do when the results cannot be written (the error's reason and path come before it)."""
+    out = getattr(args, "results_dir", None)
+    kept = f" (finished cells are kept in {out})" if out is not None else ""
+    if exc.errno in NO_PERMISSION:
+        return f"give --out a directory you can write to{kept}"
+    if exc.errno in NO_SPACE:
+        return f"free some space there and rerun the same command to continue{kept}"
+    return f"rerun the same command once that is fixed{kept}"
+
+
+def _results_os_error(args: argparse.Namespace, exc: OSError) -> str:
+    """``table`` and ``plot`` write into DIR: say so, and what to do when they cannot."""
+    what = "summary.csv and summary.md" if args.command == "table" else "the plots"
+    if exc.errno in NO_PERMISSION:
+        return (f"`bandit-gym {args.command}` writes {what} into {args.directory}: run it on a copy you can write "
+                f"to (cp -r {args.directory} COPY)")
+    if exc.errno in NO_SPACE:
+        return f"`bandit-gym {args.command}` writes {what} into {args.directory}: free some space there"
+    return ""
 
 
 def _env_kwargs(text: str) -> dict:
@@ -88,6 +121,7 @@ def _run_run(args: argparse.Namespace) -> int:
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
     config = load_config(args.config, seeds=args.seeds, horizon=args.horizon, env_kwargs=args.env_kwargs)
     out = args.out if args.out is not None else os.path.join("results", config.name)
+    args.results_dir = out  # named by the line after Ctrl-C or a write error
     cells = sum(len(spec.points()) for spec in config.agents)
     seeds = f"{config.seeds} seed{'s' if config.seeds > 1 else ''}"
     print(f"{config.name}: {config.env}, {config.horizon} rounds, {seeds}; "
@@ -122,7 +156,7 @@ def add_table(subparsers: argparse._SubParsersAction) -> None:
         description="Print each agent's final cumulative regret (mean +- standard error over the seeds of its "
         "chosen grid point), chosen hyperparameters and wall time; write DIR/summary.csv and DIR/summary.md.")
     parser.add_argument("directory", metavar="DIR", help="a results directory of `bandit-gym run`")
-    parser.set_defaults(run=lambda args: _print_table(args.directory) or 0)
+    parser.set_defaults(run=lambda args: _print_table(args.directory) or 0, on_os_error=_results_os_error)
 
 
 def add_plot(subparsers: argparse._SubParsersAction) -> None:
@@ -132,7 +166,7 @@ def add_plot(subparsers: argparse._SubParsersAction) -> None:
         "DIR/grid_<agent>.png and .pdf (final regret vs each grid hyperparameter). Needs matplotlib "
         '(pip install "bandit-gym[experiments]").')
     parser.add_argument("directory", metavar="DIR", help="a results directory of `bandit-gym run`")
-    parser.set_defaults(run=_run_plot)
+    parser.set_defaults(run=_run_plot, on_os_error=_results_os_error)
 
 
 def _run_plot(args: argparse.Namespace) -> int:

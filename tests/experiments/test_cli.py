@@ -57,7 +57,13 @@ def test_demo_with_one_seed_prints_no_standard_error(capsys):
                                                "'LinearBandit-v1'; did you mean 'LinearBandit-v0'?"),
         (["demo", "--env", "Hopper-v4"], "bandit-gym demo: error: argument --env: unknown env 'Hopper-v4' (accepted: "),
         (["download", "iris"], "bandit-gym download: error: argument NAME: invalid choice: 'iris'"),
-        (["nope"], "bandit-gym: error: argument COMMAND: invalid choice: 'nope'"),
+        (["nope"], "bandit-gym: error: argument COMMAND: invalid choice: 'nope' (choose from 'demo', "),
+        (["runn"], "bandit-gym: error: argument COMMAND: invalid choice: 'runn'; did you mean 'run'? (choose from "),
+        (["Agents"], "bandit-gym: error: argument COMMAND: invalid choice: 'Agents'; did you mean 'agents'?"),
+        (["download", "shutle"], "bandit-gym download: error: argument NAME: invalid choice: 'shutle'; did you mean "
+                                 "'shuttle'?"),
+        (["run", "x.yaml", "--backend", "rey"], "bandit-gym run: error: argument --backend: invalid choice: 'rey'; "
+                                                "did you mean 'ray'? (choose from 'local', 'ray')"),
     ],
 )
 def test_bad_values_get_one_clear_line(capsys, argv, message):
@@ -134,6 +140,49 @@ def test_agents_lists_the_defaults_an_agent_resolves_from_its_class():
         agent = cls(n_arms=3, dim=2, num_replicas=1, seed=0, device="cpu")
         assert listed["step_size"] == agent.hyperparameters()["step_size"] is not None
         assert listed["exploration_scale"] == agent.hyperparameters()["exploration_scale"] is not None
+
+
+def _agent_blocks(out: str) -> dict[str, tuple[str, str]]:
+    """``bandit-gym agents``'s output: name -> (summary, hyperparameter line)."""
+    lines = out.splitlines()
+    return {line.split(": ", 1)[0]: (line.split(": ", 1)[1], lines[i + 1].strip())
+            for i, line in enumerate(lines) if re.match(r"^\w+: ", line)}
+
+
+def test_agents_shows_the_defaults_lmcts_resolves_for_each_model(capsys):
+    from agents import LMCTS
+
+    assert cli.main(["agents"]) == 0
+    shown = _agent_blocks(capsys.readouterr().out)["LMCTS"][1]
+    built = {model: LMCTS(n_arms=3, dim=2, num_replicas=1, seed=0, device="cpu", model=model).hyperparameters()
+             for model in ("linear", "glm", "mlp")}
+    for name in ("step_size", "inverse_temperature", "lambda_reg"):
+        match = re.search(rf"\b{name}=(\S+)( \(([^)]*)\))?", shown)
+        assert float(match.group(1)) == built["linear"][name], shown  # the default model's, not None
+        others = dict(part.split() for part in match.group(3).split(", ")) if match.group(3) else {}
+        assert {model: float(value) for model, value in others.items()} == {
+            model: built[model][name] for model in ("glm", "mlp") if built[model][name] != built["linear"][name]}
+    assert "step_size=None" not in shown and "inverse_temperature=None" not in shown
+
+
+def test_agents_keeps_none_for_a_default_scaled_by_the_problem():
+    from agents import SGDTS
+    from experiments import catalog
+
+    assert SGDTS(n_arms=2, dim=3, seed=0, device="cpu").hyperparameters()["n_explore_rounds"] == 3  # tau = d
+    assert catalog.resolved_defaults(SGDTS)["n_explore_rounds"] is None
+
+
+def test_agents_describes_each_agent_in_whole_sentences(capsys):
+    import inspect
+
+    assert cli.main(["agents"]) == 0
+    blocks = _agent_blocks(capsys.readouterr().out)
+    for name, (summary, _) in blocks.items():
+        first_paragraph = inspect.getdoc(getattr(__import__("agents"), name)).split("\n\n")[0]
+        assert summary == " ".join(first_paragraph.split()), name
+        assert summary.endswith("."), (name, summary)
+    assert blocks["NeuralLinUCB"][0].endswith("alpha sqrt(phi(x)^T A^-1 phi(x))``.")
 
 
 def test_demo_on_a_dataset_env_without_its_data_says_how_to_get_it(capsys, tmp_path, monkeypatch):
