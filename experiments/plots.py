@@ -21,6 +21,9 @@ from experiments.summary import title
 
 #: Rounds drawn per curve (evenly spaced, the last included): cumulative regret is smooth at this scale.
 MAX_POINTS = 1000
+#: A grid plot's log axis is labelled at the grid's values if there are at most this many, each at least
+#: 1/this of the axis from the next (they fit side by side in a 4.2-inch panel); else at the decades.
+MAX_LABELLED_VALUES = 8
 
 
 def _pyplot():
@@ -107,7 +110,7 @@ def plot_grid(cell: Cell, record: dict, stem: Path) -> list[Path]:
                     markeredgecolor="black", label="chosen")
         values = [point[name] for point in points]
         if all(isinstance(v, int | float) and v > 0 for v in values) and max(values) / min(values) >= 10:
-            ax.set_xscale("log")
+            _log_axis(ax, values)
         ax.set_xlabel(name)
         ax.set_ylabel("final cumulative regret")
         ax.grid(alpha=0.3)
@@ -120,6 +123,20 @@ def plot_grid(cell: Cell, record: dict, stem: Path) -> list[Path]:
     paths = _save(fig, stem)
     plt.close(fig)
     return paths
+
+
+def _log_axis(ax, values: list[float]) -> None:
+    """A log x axis labelled at the grid's values (``0.03 0.1 0.3``), or at the decades where the values are
+    many or crowded; the minor ticks are never labelled (matplotlib labels them when an axis spans about one
+    decade, and ``3x10^-2 4x10^-2 6x10^-2`` overlap)."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ticks = sorted(set(values))
+    logs = np.log10(ticks)
+    if len(ticks) <= MAX_LABELLED_VALUES and np.diff(logs).min() >= (logs[-1] - logs[0]) / MAX_LABELLED_VALUES:
+        ax.set_xticks(ticks, [f"{value:g}" for value in ticks])
 
 
 def plot_experiment(path: str | Path) -> list[Path]:

@@ -155,3 +155,48 @@ def test_progress_bars_on_a_terminal_unless_quiet(capsys, config_file, tmp_path,
     assert "cells" in err and "LinUCB" in err and "regret" in err
     assert cli.main(["run", str(config_file), "--out", str(tmp_path / "b"), "--quiet"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def _tick_labels(ax, minor: bool) -> list[str]:
+    """The x tick labels drawn inside the axis's view (matplotlib also formats ticks just outside it)."""
+    low, high = ax.get_xlim()
+    ticks = ax.xaxis.get_minor_ticks() if minor else ax.xaxis.get_major_ticks()
+    return [tick.label1.get_text() for tick in ticks if low <= tick.get_loc() <= high and tick.label1.get_text()]
+
+
+def test_grid_plot_labels_a_log_axis_at_the_grid_values_only(config_file, tmp_path, monkeypatch):
+    """LinUCB's grid [0.05, 1.0] spans about one decade, where matplotlib labels minor ticks too
+    (``6x10^-2 2x10^-1 3x10^-1 ...``, overlapping): only the grid's values are labelled."""
+    import matplotlib.figure
+
+    from experiments import plots
+
+    out = tmp_path / "out"
+    assert cli.main(["run", str(config_file), "--out", str(out), "--quiet"]) == 0
+    drawn = {}
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, path, **kw: drawn.setdefault("fig", fig))
+    results = ResultsDir(out)
+    plots.plot_grid(results.read_cells()[0], results.load_config_record(), out / "g")
+    drawn["fig"].canvas.draw()
+    ax = drawn["fig"].axes[0]
+    assert ax.get_xscale() == "log"
+    assert _tick_labels(ax, minor=False) == ["0.05", "1"]
+    assert _tick_labels(ax, minor=True) == []
+
+
+def test_a_crowded_log_grid_is_labelled_at_the_decades():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from experiments import plots
+
+    values = [0.03, 0.04, 0.06, 0.1, 0.3]  # 0.03, 0.04 and 0.06 would overlap
+    fig, ax = plt.subplots(figsize=(4.2, 3.6))
+    ax.plot(values, [1.0] * len(values), "o")
+    plots._log_axis(ax, values)
+    fig.canvas.draw()
+    assert _tick_labels(ax, minor=False) == ["$\\mathdefault{10^{-1}}$"]
+    assert _tick_labels(ax, minor=True) == []
+    plt.close(fig)
