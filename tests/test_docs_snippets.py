@@ -113,7 +113,7 @@ def test_snippet_runs_as_pasted(snippet: Snippet, workdir: Path, monkeypatch: py
         monkeypatch.setenv("OPENML_CACHE_DIR", str(cache))
     reason = KNOWN_FAILING.get((str(snippet.path.relative_to(REPO)), snippet.code.splitlines()[0]))
     monkeypatch.chdir(workdir)
-    namespace = _NAMESPACES.setdefault(snippet.path, {"__name__": "__snippet__"})
+    namespace = _NAMESPACES.setdefault(snippet.path, {"__name__": "__main__"})  # as in the reader's session
     try:
         exec(compile(snippet.code, snippet.name, "exec"), namespace)
     except Exception:

@@ -8,6 +8,8 @@ skipped where there is no such cache.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,7 +44,7 @@ def test_integration_doc_examples_run_in_order(capsys: pytest.CaptureFixture, mo
         cache = None
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the page advises for SB3 (restored below)
-    namespace: dict = {"__name__": "docs_integration"}
+    namespace: dict = {"__name__": "__main__"}  # as in a script or a Python session the reader pastes into
     ran_data_blocks = False
     try:
         for index, (needs_data, block) in enumerate(marked_blocks(DOC.read_text())):
@@ -71,3 +73,19 @@ def test_integration_doc_examples_run_in_order(capsys: pytest.CaptureFixture, mo
         assert "('g', 'h') (2, 20)" in out
         misses = [int(m) for m in re.search(r"wrong guesses per run: \[([\d, ]+)\]", out).group(1).split(", ")]
         assert len(misses) == 4 and all(0 < m < 2000 * 0.35 for m in misses)  # below always guessing 'g' (35%)
+
+
+def test_the_spawn_example_saved_as_a_script_runs_once(tmp_path: Path) -> None:
+    """The vector-API example, saved as a script under the page's imports, prints its three rows once: its
+    ``"spawn"`` workers import the script again, and the ``__main__`` guard keeps them from rerunning it
+    (without it Python stops the first worker: "... before the current process has finished its
+    bootstrapping phase")."""
+    blocks = [code for _, code in marked_blocks(DOC.read_text())]
+    (block,) = [code for code in blocks if '"context": "spawn"' in code]
+    imports = [line for line in blocks[0].splitlines() if line.startswith(("import ", "from ")) and "sb3" not in line
+               and "stable_baselines3" not in line]
+    script = tmp_path / "compare_vector_modes.py"
+    script.write_text("\n".join(imports) + "\n\n" + block)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("rewards [") == 3, out.stdout
