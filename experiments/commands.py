@@ -49,7 +49,7 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:
                         help="Ray cluster address (default: RAY_ADDRESS, else a local Ray instance for the run)")
     parser.add_argument("--jobs", type=_count, default=1, help="local backend: cells run in this many processes")
     parser.add_argument("--threads", type=_count, default=None,
-                        help="torch's intra-op threads in this run and its worker processes (default: torch's); "
+                        help="torch's intra-op threads of the rounds, here and in worker processes (default: 1); "
                         "1 on a CPU shared with other jobs (docs/agents.md, Threads)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway off a terminal)")
     parser.set_defaults(run=_run_run, parser=parser, on_interrupt=_run_interrupted, on_os_error=_run_os_error)
@@ -119,6 +119,7 @@ def _run_run(args: argparse.Namespace) -> int:
 
         torch.set_num_threads(args.threads)
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
+        os.environ["BANDIT_GYM_THREADS"] = str(args.threads)  # the rounds' threads (bandit_gym/threads.py)
     config = load_config(args.config, seeds=args.seeds, horizon=args.horizon, env_kwargs=args.env_kwargs)
     out = args.out if args.out is not None else os.path.join("results", config.name)
     args.results_dir = out  # named by the line after Ctrl-C or a write error

@@ -182,3 +182,20 @@ def test_resolve_reports_the_choice():
         with policy():  # nested, no choice of its own: the enclosing one
             assert torch.get_num_threads() == 2
     assert threads.resolve() == 1 and torch.get_num_threads() == USER
+
+
+def test_the_cli_threads_option_chooses_the_rounds_threads(monkeypatch, tmp_path):
+    """``bandit-gym run --threads 2``: the runner's rounds run on 2 threads (not the policy's default 1)."""
+    from agents.linear import LinUCB as LinUCBClass
+    from experiments import cli
+
+    for name in ("OMP_NUM_THREADS", threads.ENV_VAR):  # the CLI sets them for its workers: restored after
+        monkeypatch.setenv(name, "")
+    seen = []
+    select = LinUCBClass._select
+    monkeypatch.setattr(LinUCBClass, "_select", lambda self, contexts: (seen.append(torch.get_num_threads()),
+                                                                        select(self, contexts))[1])
+    config = tmp_path / "threads.yaml"
+    config.write_text("name: threads\nenv: LinearBandit-v0\nhorizon: 5\nseeds: 2\nagents:\n  LinUCB: {}\n")
+    assert cli.main(["run", str(config), "--out", str(tmp_path / "out"), "--quiet", "--threads", "2"]) == 0
+    assert seen == [2] * 5
