@@ -19,7 +19,7 @@ from bandit_gym import rng
 from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv
 from bandit_gym.datasets.sources import open_source
 from bandit_gym.rng import Stream
-from bandit_gym.validation import check_fork_safe, check_int, check_memory
+from bandit_gym.validation import check_int, check_memory, fork_safe_threads
 
 #: The paper's horizon on the real datasets (capped by the number of rows).
 PAPER_HORIZON = 10_000
@@ -95,8 +95,9 @@ class DatasetBanditSimulator(BanditSimulator):
             max_rows = check_int("max_rows", max_rows)
             if max_rows > n_rows:
                 raise ValueError(f"max_rows must be at most the {n_rows} rows of {title}, got {max_rows}")
-            subset = rng.permutation(rng.seed_to_key(subset_seed), Stream.INSTANCE, n_rows)[0, :max_rows]  # (M,)
-            self.pool = subset.sort().values.to(self.device)
+            with fork_safe_threads():
+                subset = rng.permutation(rng.seed_to_key(subset_seed), Stream.INSTANCE, n_rows)[0, :max_rows]  # (M,)
+                self.pool = subset.sort().values.to(self.device)
         self.n_pool = n_rows if self.pool is None else len(self.pool)
         if horizon is None:
             horizon = min(PAPER_HORIZON, self.n_pool)
@@ -137,12 +138,15 @@ class DatasetBanditSimulator(BanditSimulator):
         super().__setstate__({})
 
     def _new_episode(self) -> None:
-        if self.device.type == "cpu":  # a row order is a multi-threaded sort of a whole dataset's rows
-            check_fork_safe(f"{self.source.title}'s bandit")
-        order = rng.permutation(self.keys, Stream.CONTEXT, self.n_pool)[:, : self.horizon]  # (R, T)
+        with fork_safe_threads():  # a row order hashes and sorts a whole dataset's rows: multi-threaded ops
+            order = rng.permutation(self.keys, Stream.CONTEXT, self.n_pool)[:, : self.horizon]  # (R, T)
         self.rows = order if self.pool is None else self.pool[order]
 
     def _contexts(self, block: int) -> torch.Tensor:
+        with fork_safe_threads():  # CIFAR10's blocks are large enough for torch's threads
+            return self._one_hot_blocks(block)
+
+    def _one_hot_blocks(self, block: int) -> torch.Tensor:
         B, K, d = self.block_rounds, self.n_arms, self.feature_dim
         # Round T (observed, never played) wraps to the first row.
         rounds = torch.arange(block * B, (block + 1) * B, device=self.device) % self.horizon  # (B,)

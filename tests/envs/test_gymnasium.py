@@ -172,9 +172,10 @@ def test_async_vector_env_after_the_parent_used_torch_threads_works_or_says_what
     # Forked workers hang in a multi-threaded torch op if the parent had started torch's OpenMP
     # threads. The parent here starts them (a large exp), steps an env, then forks workers with
     # Gymnasium's default start method. Every env must work: reset and step run on one torch thread
-    # (bandit_gym/threads.py), so a dataset env's row-order sort no longer enters the pool; with more
-    # threads chosen, check_fork_safe fails at once naming 'spawn'. A subprocess with a timeout turns a
-    # hang into a failure.
+    # (bandit_gym/threads.py), and a dataset env runs its row-order sort on one thread in such a child
+    # whatever threads are chosen (validation.fork_safe_threads; tests/integration/test_vector_api.py).
+    # A synthetic env too large for its kernels, with more threads chosen, fails at once naming 'spawn'.
+    # A subprocess with a timeout turns a hang into a failure.
     runnable = []
     for env_id in ALL_IDS:
         try:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-from bandit_ids import SYNTHETIC_IDS
+import torch
+from bandit_ids import SYNTHETIC_IDS, data_kwargs
 
 import bandit_gym  # noqa: F401  (registers the envs)
 
@@ -65,11 +66,57 @@ def test_native_batched_env_agrees_in_either_array_type(array_type: str) -> None
 
 
 def test_async_vector_env_agrees_with_sync() -> None:
-    # "spawn": workers start a fresh interpreter, so the test does not depend on how torch's
-    # threads behave in a forked child (issue 15 tracks the default "fork"). Each worker
-    # imports torch (seconds), so two workers and one env id.
+    # "spawn": workers start a fresh interpreter. Each worker imports torch (seconds), so two
+    # workers and one env id; the dataset envs below also run with "fork".
     env_id = "LinearBandit-v0"
     kwargs = {"num_envs": 2, "horizon": HORIZON}
     asynchronous = gym.make_vec(env_id, vectorization_mode="async", vector_kwargs={"context": "spawn"}, **kwargs)
     sync = gym.make_vec(env_id, vectorization_mode="sync", **kwargs)
     _assert_same_rollouts(_rollout(asynchronous, seed=5), _rollout(sync, seed=5), f"{env_id} async vs sync")
+
+
+#: Seconds an async call may wait for its workers: a worker hung in torch's thread pool fails the test.
+ASYNC_TIMEOUT_S = 120
+
+
+class _Within(gym.vector.VectorWrapper):
+    """An ``AsyncVectorEnv`` whose ``reset`` and ``step`` wait at most ``timeout`` seconds for the workers."""
+
+    def __init__(self, env: gym.vector.AsyncVectorEnv, timeout: float) -> None:
+        super().__init__(env)
+        self.timeout = timeout
+
+    def reset(self, *, seed=None, options=None):
+        self.env.reset_async(seed=seed, options=options)
+        return self.env.reset_wait(timeout=self.timeout)
+
+    def step(self, actions):
+        self.env.step_async(actions)
+        return self.env.step_wait(timeout=self.timeout)
+
+    def close(self, **kwargs):
+        self.env.close(terminate=True)
+
+
+@pytest.mark.parametrize(("context", "threads"), [
+    ("fork", "1"), ("fork", "torch"), pytest.param("spawn", "1", marks=pytest.mark.slow),  # spawn: 8-16 s
+])
+@pytest.mark.parametrize("env_id", ["MagicTelescope-v0", "ClassificationBandit-v0"])
+def test_async_dataset_envs_agree_with_sync_under_fork_and_spawn(openml_cache, monkeypatch, env_id, context,
+                                                                  threads) -> None:
+    # A forked worker of a parent that has started torch's intra-op threads hangs in any multi-threaded
+    # torch op; the dataset envs used to refuse fork there (their row order is a multi-threaded sort).
+    # The parent starts those threads first, as any torch user's process has. BANDIT_GYM_THREADS=torch
+    # leaves torch's own thread count (2 or more here) during reset and step (bandit_gym/threads.py).
+    monkeypatch.setenv("BANDIT_GYM_THREADS", threads)
+    torch.randn(2**20).exp()
+    if env_id == "ClassificationBandit-v0":  # a small made-up array, which travels to the workers
+        features = np.random.default_rng(0).normal(size=(40, 3))
+        kwargs = {"X": features, "y": (features[:, 0] > 0).astype(int) + (features[:, 1] > 0)}
+    else:
+        kwargs = data_kwargs(env_id, openml_cache)  # MagicTelescope from the shared real cache
+    kwargs = {**kwargs, "num_envs": 2, "horizon": HORIZON}
+    asynchronous = gym.make_vec(env_id, vectorization_mode="async", vector_kwargs={"context": context}, **kwargs)
+    sync = gym.make_vec(env_id, vectorization_mode="sync", **kwargs)
+    got = _rollout(_Within(asynchronous, ASYNC_TIMEOUT_S), seed=5)
+    _assert_same_rollouts(got, _rollout(sync, seed=5), f"{env_id} {context} vs sync")
