@@ -44,6 +44,13 @@ AGENT_KEYS = ("agent", "fixed", "grid", "note")
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
 
+#: The papers' symbols for the agents' hyperparameters (a config written from a paper may use them).
+PAPER_SYMBOLS = {"eta": "step_size", "eta_0": "step_size", "beta": "inverse_temperature", "K": "n_inner_steps",
+                 "lambda": "lambda_reg", "tau": "n_explore_rounds"}
+#: A library error for a value outside a set of choices: ``model must be one of ['glm', ...], got 'linaer'``.
+_CHOICE = re.compile(r"must be (?:None or )?one of [\[(](?P<choices>[^\])]*)[\])], got '(?P<value>[^']*)'")
+
+
 class ConfigError(ValueError):
     """A config that cannot run; the message starts with ``FILE:LINE:``."""
 
@@ -309,8 +316,11 @@ def _agent_spec(located: _Located, label: str, entry: Any) -> AgentSpec:
     for section, values in (("fixed", fixed), ("grid", grid)):
         for name in values:
             if name not in accepted:
-                raise located.error(path + (section, name), catalog.unknown_name_message(
-                    f"hyperparameter of {class_name}", name, accepted))
+                symbol = PAPER_SYMBOLS.get(name)
+                message = (f"unknown hyperparameter of {class_name} {name!r}; did you mean {symbol!r} (the papers' "
+                           f"{name})? (accepted: {', '.join(accepted)})" if symbol in accepted else
+                           catalog.unknown_name_message(f"hyperparameter of {class_name}", name, accepted))
+                raise located.error(path + (section, name), message)
     for name, values in grid.items():
         if name in fixed:
             raise located.error(path + ("grid", name), f"{name!r} is both fixed (line "
@@ -409,6 +419,10 @@ def _attribute(located: _Located, spec: AgentSpec, message: str, bad_point: tupl
     path = ("agents", spec.label)
     if bad_point is not None:
         message = bad_point[1]
+    choice = _CHOICE.search(message)
+    if choice is not None:  # a misspelt choice (model: linaer): the closest one
+        close = catalog.closest_name(choice["value"], re.findall(r"'([^']*)'", choice["choices"]))
+        message += f"; did you mean {close!r}?" if close else ""
     named = [(message.find(name), name) for name in [*spec.fixed, *spec.grid] if re.search(rf"\b{name}\b", message)]
     if not named:
         return located.error(path, f"{spec.agent} refused these settings: {message}")

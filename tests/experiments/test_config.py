@@ -231,3 +231,17 @@ def test_a_missing_config_with_nothing_close_suggests_nothing(tmp_path):
     with pytest.raises(FileNotFoundError) as info:
         load_config(tmp_path / "nothing.yaml")
     assert "did you mean" not in str(info.value)
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    ("n_inner_steps: 10", "model: linaer", "model must be one of ['glm', 'linear', 'mlp'], got 'linaer'; "
+                                           "did you mean 'linear'?"),
+    ("n_inner_steps: 10", "step_schedule: constnat", "got 'constnat'; did you mean 'constant'?"),
+    ("n_inner_steps: 10", "beta: 10", "unknown hyperparameter of LMCTS 'beta'; did you mean 'inverse_temperature' "
+                                      "(the papers' beta)?"),
+    ("n_inner_steps: 10", "K: 10", "did you mean 'n_inner_steps' (the papers' K)?"),
+])
+def test_an_agent_keyword_typo_gets_the_closest_name(tmp_path, old, new, expected):
+    message = _error(tmp_path, GOOD.replace(old, new))
+    assert message.startswith(f"{tmp_path / 'experiment.yaml'}:7: agents.LMCTS.fixed."), message
+    assert expected in message
