@@ -1,17 +1,26 @@
 """Linear baselines of the LMC-TS paper (Section 5): LinUCB, LinTS and epsilon-greedy.
 
-All three keep ridge-regression statistics of ``R`` replicas::
+All three keep ridge-regression statistics of ``R`` replicas over the model features
+``z = (x, e_k)`` of arm ``k``: its ``d`` features and a one-hot ``e_k`` of its index, a constant per
+arm (``intercept``: by default where the arms are one-hot blocks, as the classification bandits'
+are; ``p = d + K`` entries, or ``p = d`` without the constants)::
 
-    V_t = lambda I + sum_{s<t} x_s x_s^T        Gram matrix, kept as its inverse (R, d, d)
-    b_t = sum_{s<t} r_s x_s                     moment vector (R, d)
-    theta_hat_t = V_t^-1 b_t                    ridge estimate (R, d)
+    V_t = lambda D_t + sum_{s<t} z_s z_s^T      Gram matrix, kept as its inverse (R, p, p)
+    b_t = sum_{s<t} r_s z_s                     moment vector (R, p)
+    theta_hat_t = V_t^-1 b_t                    ridge estimate (R, p)
 
-``theta_hat`` minimises ``sum_s (x_s^T theta - r_s)^2 + lambda ||theta||^2``. ``V^-1`` follows
-each round by a Sherman-Morrison rank-one update (O(d^2), no inverse in the loop); LinTS keeps a
-square root ``S`` of ``V^-1`` instead (Potter's update), which gives its posterior draws.
+``theta_hat`` minimises ``sum_s (z_s^T theta - r_s)^2 + lambda sum_j D_jj theta_j^2``. ``D = I`` with
+``scale_features=False``; with ``scale_features=True`` (default) ``D_jj`` is the mean square of feature
+``j`` over every arm row shown so far (1 for a feature that has only been 0), which is the plain ridge
+on features divided by their root mean square: the fit and the exploration do not change when a
+feature is multiplied by a constant. ``D`` is renewed at rounds 2, 4, 8, ... (then ``V^-1`` is
+computed afresh from the kept ``sum z z^T``, in float64); between, ``V^-1`` follows each round by a
+Sherman-Morrison rank-one update (O(p^2), no inverse in the loop). LinTS keeps a square root ``S`` of
+``V^-1`` instead (Potter's update), which gives its posterior draws.
 
 One round, in the order it runs: ``_select`` (the scores below, then ``_argmax``: ties at random)
-and ``_observe`` (:func:`ridge_update` or :func:`potter_update` with the played arm).
+and ``_observe`` (:func:`ridge_update` or :func:`potter_update` with the played arm, then the
+renewal of ``D`` when the next round is a power of 2).
 """
 
 from __future__ import annotations
@@ -82,48 +91,151 @@ def potter_update(root: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
     return root, moment, matvec(root, (root * moment[:, :, None]).sum(dim=1))
 
 
-class _RidgeAgent(BanditAgent):
+def one_hot_blocks(contexts: torch.Tensor) -> torch.Tensor:
+    """Whether each replica's arms are one-hot blocks (arm ``k``'s row zero outside the ``k``-th of ``K``
+    equal blocks of columns, as the classification bandits' are): ``(R, K, d) -> (R,)`` bool."""
+    R, K, d = contexts.shape
+    if d % K:
+        return torch.zeros(R, dtype=torch.bool, device=contexts.device)
+    off_block = contexts.reshape(R, K, K, d // K) * (1 - torch.eye(K, device=contexts.device))[None, :, :, None]
+    return (off_block == 0).flatten(1).all(dim=1)
+
+
+def with_intercepts(contexts: torch.Tensor, on: torch.Tensor | None = None) -> torch.Tensor:
+    """Each arm's row followed by a one-hot of its index (zeros for replicas where ``on`` ``(R,)`` is False):
+    ``(R, K, d) -> (R, K, d + K)``."""
+    R, K, _ = contexts.shape
+    eye = torch.eye(K, dtype=contexts.dtype, device=contexts.device).expand(R, K, K)
+    if on is not None:
+        eye = eye * on[:, None, None].to(contexts.dtype)
+    return torch.cat([contexts, eye], dim=-1)
+
+
+def feature_scales(square_sum: torch.Tensor, n_rows: int) -> torch.Tensor:
+    """``D``'s diagonal: each feature's mean square over ``n_rows`` rows, 1 where it is 0: ``(R, p) -> (R, p)``."""
+    mean_square = square_sum / max(n_rows, 1)
+    return torch.where(mean_square > 0, mean_square, torch.ones_like(mean_square))
+
+
+def _is_power_of_two(t: int) -> bool:
+    return t & (t - 1) == 0
+
+
+class _RidgeStatistics:
+    """The ridge statistics over model features (``intercept``, ``scale_features``) shared by the linear agents.
+
+    Keeps ``sum z z^T`` (``gram``, unregularised), ``b``, ``theta_hat``, the running sum of squares of every
+    shown row's features and the prior diagonal ``lambda D`` (``prior``). ``inverse(prior)`` returns the
+    kept form of ``V^-1`` (itself, or a square root of it) for a prior ``(R, p)``.
+    """
+
+    def _init_statistics(self, lambda_reg: Any, intercept: bool | None, scale_features: bool) -> None:
+        self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
+        if not (intercept is None or isinstance(intercept, bool)):
+            raise ValueError(f"intercept must be None (one-hot-block arms only), True or False, got {intercept!r}")
+        if not isinstance(scale_features, bool):
+            raise ValueError(f"scale_features must be True or False, got {scale_features!r}")
+        self._hyperparameters["intercept"], self._hyperparameters["scale_features"] = intercept, scale_features
+        self.intercept, self.scale_features = intercept, scale_features
+        # None: the constants can only be used where K divides d (one-hot blocks); elsewhere no columns for them.
+        with_constants = intercept is True or (intercept is None and self.dim % self.n_arms == 0)
+        #: Model features per arm ``p``: ``d``, plus ``K`` per-arm constants (module docstring).
+        self.model_dim = self.dim + (self.n_arms if with_constants else 0)
+        R, p = self.num_replicas, self.model_dim
+        self.prior = self.lambda_reg[:, None].expand(R, p).contiguous()  # lambda D (R, p); D = I until rows are seen
+        # sum z z^T (R, p, p), float64: a float32 sum over 10,000 rounds errs by more than a small prior
+        self.gram = torch.zeros(R, p, p, dtype=torch.float64, device=self.device)
+        self.square_sum = torch.zeros(R, p, device=self.device)  # sum of z_j^2 over every shown arm row (R, p)
+        self.rows_seen = 0  # arm rows in square_sum (K per round)
+        self.moment = torch.zeros(R, p, device=self.device)  # b (R, p)
+        self.theta_hat = torch.zeros(R, p, device=self.device)  # V^-1 b (R, p)
+
+    def features(self, contexts: torch.Tensor) -> torch.Tensor:
+        """The model features ``z`` of every arm: ``(R, K, d) -> (R, K, p)``."""
+        if self.model_dim == self.dim:
+            return contexts
+        return with_intercepts(contexts, None if self.intercept else one_hot_blocks(contexts))
+
+    def _record(self, z: torch.Tensor, x: torch.Tensor) -> None:
+        """Add this round's rows ``z`` ``(R, K, p)`` and played row ``x`` ``(R, p)`` to the sums; renew ``D``
+        (and ``V^-1`` from the sums) when the next round is a power of 2."""
+        x = x.double()
+        self.gram = self.gram + x[:, :, None] * x[:, None, :]
+        if not self.scale_features:
+            return
+        self.square_sum = self.square_sum + (z * z).sum(dim=1)
+        self.rows_seen += z.shape[1]
+        if _is_power_of_two(self.t + 1):
+            self.prior = self.lambda_reg[:, None] * feature_scales(self.square_sum, self.rows_seen)
+            gram = self.gram + torch.diag_embed(self.prior.double())  # V (R, p, p)
+            self._set_inverse(gram)
+
+    def _statistics_state(self) -> dict[str, torch.Tensor]:
+        return {"gram": self.gram, "square_sum": self.square_sum, "prior": self.prior, "moment": self.moment,
+                "theta_hat": self.theta_hat, "rows_seen": torch.tensor(self.rows_seen)}
+
+    def _load_statistics(self, state: dict[str, torch.Tensor]) -> None:
+        self.gram, self.square_sum, self.prior = state["gram"], state["square_sum"], state["prior"]
+        self.moment, self.theta_hat, self.rows_seen = state["moment"], state["theta_hat"], int(state["rows_seen"])
+
+
+class _RidgeAgent(_RidgeStatistics, BanditAgent):
     """Ridge statistics ``V^-1``, ``b`` and ``theta_hat`` (Sherman-Morrison), shared by LinUCB and EpsGreedy.
 
     Args:
         env: The env (sizes and replica count come from its spaces), or None with the sizes.
         exploration_scale: ``c >= 0`` (its meaning depends on the agent), a number or one per replica.
         lambda_reg: Ridge weight ``lambda > 0``, ``V_1 = lambda I``; a number or one per replica.
+        intercept: Add a constant per arm (a one-hot of the arm's index) to the features: None where the
+            arms are one-hot blocks, True always, False never.
+        scale_features: Penalise each feature by its mean square (``D`` above) instead of 1.
         seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
     """
 
-    def __init__(self, env=None, *, exploration_scale: Any, lambda_reg: Any = 1.0, **kwargs) -> None:
+    def __init__(self, env=None, *, exploration_scale: Any, lambda_reg: Any = 1.0, intercept: bool | None = None,
+                 scale_features: bool = True, **kwargs) -> None:
         super().__init__(env, **kwargs)
         self.exploration_scale = self._hyperparameter("exploration_scale", exploration_scale, minimum=0)
-        self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
-        eye = torch.eye(self.dim, device=self.device)
-        self.gram_inverse = eye / self.lambda_reg[:, None, None]  # V^-1 (R, d, d)
-        self.moment = torch.zeros(self.num_replicas, self.dim, device=self.device)  # b (R, d)
-        self.theta_hat = torch.zeros(self.num_replicas, self.dim, device=self.device)  # V^-1 b (R, d)
+        self._init_statistics(lambda_reg, intercept, scale_features)
+        self.gram_inverse = torch.diag_embed(1.0 / self.prior)  # V^-1 (R, p, p)
+
+    def _set_inverse(self, gram: torch.Tensor) -> None:
+        inverse = torch.cholesky_inverse(torch.linalg.cholesky(gram))  # (R, p, p) float64
+        self.gram_inverse = inverse.float()
+        self.theta_hat = (inverse @ self.moment.double()[:, :, None])[:, :, 0].float()
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
-        x = chosen_rows(contexts, actions)  # (R, d)
+        z = self.features(contexts)  # (R, K, p)
+        x = chosen_rows(z, actions)  # (R, p)
         self.gram_inverse, self.moment, self.theta_hat = ridge_update(self.gram_inverse, self.moment, x, rewards)
+        self._record(z, x)
         self._check_finite(self.theta_hat, "the ridge estimate theta_hat")
 
     def _state(self) -> dict[str, torch.Tensor]:
-        return {"gram_inverse": self.gram_inverse, "moment": self.moment, "theta_hat": self.theta_hat}
+        return {"gram_inverse": self.gram_inverse, **self._statistics_state()}
 
     def _load_state(self, state: dict[str, torch.Tensor]) -> None:
-        self.gram_inverse, self.moment, self.theta_hat = state["gram_inverse"], state["moment"], state["theta_hat"]
+        self.gram_inverse = state["gram_inverse"]
+        self._load_statistics(state)
 
 
 class LinUCB(_RidgeAgent):
     """LinUCB: play the arm with the largest upper confidence bound on its mean reward.
 
-    Round ``t`` plays ``argmax_x x^T theta_hat + nu_t sqrt(x^T V^-1 x)`` with ``nu_t = c sqrt(d log t)``
-    (ties at random). The paper's public code omits the square root in ``nu_t``; this follows the
-    paper's text. In round 1, ``log 1 = 0`` and ``theta_hat = 0``: the first arm is uniformly random.
+    Round ``t`` plays ``argmax_z z^T theta_hat + nu_t sqrt(z^T V^-1 z)`` with ``nu_t = c sqrt(log t)``
+    (ties at random), ``z`` the arm's model features (module docstring). ``nu_t`` does not grow with
+    the dimension: the width ``sqrt(z^T V^-1 z)`` already does (the paper's ``c sqrt(d log t)`` with
+    ``c`` tuned at ``d = 20`` over-explored one-hot-block arms of ``d = 63``). In round 1,
+    ``log 1 = 0`` and ``theta_hat = 0``: the first arm is uniformly random.
 
     Args:
         env: The env, or None with ``n_arms``, ``dim`` (and ``num_replicas``).
-        exploration_scale: ``c >= 0`` in ``nu_t``; 0 plays greedily. A number or one per replica.
+        exploration_scale: ``c >= 0`` in ``nu_t``, in units of the reward; 0 plays greedily. A number or
+            one per replica.
         lambda_reg: Ridge weight ``lambda > 0`` (``V_1 = lambda I``). A number or one per replica.
+        intercept: Add a constant per arm to its features: None (default) where the arms are one-hot
+            blocks (:func:`one_hot_blocks`, checked each round), True always, False never.
+        scale_features: Penalise each feature by its mean square over the rows shown (default True).
         seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
 
     References:
@@ -133,60 +245,72 @@ class LinUCB(_RidgeAgent):
         bandits", Section 5.
     """
 
-    def __init__(self, env=None, *, exploration_scale: Any = 0.1, lambda_reg: Any = 1.0, **kwargs) -> None:
-        super().__init__(env, exploration_scale=exploration_scale, lambda_reg=lambda_reg, **kwargs)
+    def __init__(self, env=None, *, exploration_scale: Any = 0.5, lambda_reg: Any = 1.0, intercept: bool | None = None,
+                 scale_features: bool = True, **kwargs) -> None:
+        super().__init__(env, exploration_scale=exploration_scale, lambda_reg=lambda_reg, intercept=intercept,
+                         scale_features=scale_features, **kwargs)
 
     def bonus_scale(self, t: int | None = None) -> torch.Tensor:
-        """``nu_t = c sqrt(d log t)`` per replica for round ``t`` (default: the current round), ``(R,)``."""
-        return self.exploration_scale * math.sqrt(self.dim * math.log(self.t if t is None else t))
+        """``nu_t = c sqrt(log t)`` per replica for round ``t`` (default: the current round), ``(R,)``."""
+        return self.exploration_scale * math.sqrt(math.log(self.t if t is None else t))
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        return self._argmax(ucb_scores(contexts, self.theta_hat, self.gram_inverse, self.bonus_scale()))  # (R,)
+        z = self.features(contexts)
+        return self._argmax(ucb_scores(z, self.theta_hat, self.gram_inverse, self.bonus_scale()))  # (R,)
 
 
 class EpsGreedy(_RidgeAgent):
     """Epsilon-greedy on the ridge estimate: explore with probability ``min(1, c / sqrt(t))``.
 
     Round ``t`` plays an arm drawn uniformly at random with probability ``epsilon_t = min(1, c / sqrt(t))``
-    and otherwise ``argmax_x x^T theta_hat`` (ties at random). ``c`` is validated, never clipped; the
+    and otherwise ``argmax_z z^T theta_hat`` (ties at random). ``c`` is validated, never clipped; the
     ``min`` is part of the schedule.
 
     Args:
         env: The env, or None with ``n_arms``, ``dim`` (and ``num_replicas``).
         exploration_scale: ``c >= 0`` in ``epsilon_t``; 0 is pure greedy. A number or one per replica.
         lambda_reg: Ridge weight ``lambda > 0`` (``V_1 = lambda I``). A number or one per replica.
+        intercept: Add a constant per arm to its features: None (default) where the arms are one-hot
+            blocks (:func:`one_hot_blocks`, checked each round), True always, False never.
+        scale_features: Penalise each feature by its mean square over the rows shown (default True).
         seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
 
     References:
         Sutton and Barto (2018), "Reinforcement learning: an introduction", Section 2.2.
     """
 
-    def __init__(self, env=None, *, exploration_scale: Any = 0.3, lambda_reg: Any = 1.0, **kwargs) -> None:
-        super().__init__(env, exploration_scale=exploration_scale, lambda_reg=lambda_reg, **kwargs)
+    def __init__(self, env=None, *, exploration_scale: Any = 0.3, lambda_reg: Any = 1.0, intercept: bool | None = None,
+                 scale_features: bool = True, **kwargs) -> None:
+        super().__init__(env, exploration_scale=exploration_scale, lambda_reg=lambda_reg, intercept=intercept,
+                         scale_features=scale_features, **kwargs)
 
     def exploration_rate(self, t: int | None = None) -> torch.Tensor:
         """``epsilon_t = min(1, c / sqrt(t))`` per replica for round ``t`` (default: the current round), ``(R,)``."""
         return (self.exploration_scale / math.sqrt(self.t if t is None else t)).clamp(max=1.0)
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        greedy = self._argmax(linear_scores(contexts, self.theta_hat))  # (R,)
+        greedy = self._argmax(linear_scores(self.features(contexts), self.theta_hat))  # (R,)
         u = self._draws("uniform", Stream.EXPLORE, (2,)).to(self.device)  # (R, 2): coin, arm
         random_arm = (u[:, 1].double() * self.n_arms).long()  # (R,) u < 1 exactly, so < n_arms
         return torch.where(u[:, 0] < self.exploration_rate(), random_arm, greedy)
 
 
-class LinTS(BanditAgent):
+class LinTS(_RidgeStatistics, BanditAgent):
     """Linear Thompson sampling: play the best arm for a draw from ``N(theta_hat, v^2 V^-1)``.
 
-    Round ``t`` draws ``theta_t = theta_hat + v S z``, ``z ~ N(0, I)``, with ``S S^T = V^-1``
-    (kept by :func:`potter_update`), and plays ``argmax_x x^T theta_t``. ``v = c sqrt(d log T)``
-    with ``T`` the horizon.
+    Round ``t`` draws ``theta_t = theta_hat + v S w``, ``w ~ N(0, I)``, with ``S S^T = V^-1``
+    (kept by :func:`potter_update`), and plays ``argmax_z z^T theta_t``, ``z`` the arm's model
+    features (module docstring). ``v = c sqrt(log T)`` with ``T`` the horizon: ``c`` is in units of
+    the reward and ``v`` does not grow with the dimension.
 
     Args:
         env: The env, or None with ``n_arms``, ``dim`` (and ``num_replicas``).
         exploration_scale: ``c >= 0`` in ``v``; 0 plays greedily. A number or one per replica.
         lambda_reg: Ridge weight ``lambda > 0`` (``V_1 = lambda I``). A number or one per replica.
         horizon: ``T`` in ``v``; default: the env's horizon. A number or one per replica.
+        intercept: Add a constant per arm to its features: None (default) where the arms are one-hot
+            blocks (:func:`one_hot_blocks`, checked each round), True always, False never.
+        scale_features: Penalise each feature by its mean square over the rows shown (default True).
         seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
 
     References:
@@ -194,40 +318,46 @@ class LinTS(BanditAgent):
         Xu et al. (2022), "Langevin Monte Carlo for contextual bandits", Section 5.
     """
 
-    def __init__(self, env=None, *, exploration_scale: Any = 0.02, lambda_reg: Any = 1.0, horizon: Any = None,
-                 **kwargs) -> None:
+    def __init__(self, env=None, *, exploration_scale: Any = 0.1, lambda_reg: Any = 1.0, horizon: Any = None,
+                 intercept: bool | None = None, scale_features: bool = True, **kwargs) -> None:
         super().__init__(env, **kwargs)
         horizon = env_horizon(env) if horizon is None else horizon
         if horizon is None:
             raise ValueError("horizon must be given (an integer >= 2) when the env does not define one, got None")
         self.exploration_scale = self._hyperparameter("exploration_scale", exploration_scale, minimum=0)
-        self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
+        self._init_statistics(lambda_reg, intercept, scale_features)
         self.horizon = self._hyperparameter("horizon", horizon, integer=True, minimum=2)
-        #: ``v = c sqrt(d log T)`` per replica, the scale of the posterior draw, ``(R,)``.
-        self.posterior_scale = self.exploration_scale * (self.dim * self.horizon.double().log()).sqrt().float()
-        eye = torch.eye(self.dim, device=self.device)
-        self.gram_inverse_root = eye / self.lambda_reg.sqrt()[:, None, None]  # S, S S^T = V^-1 (R, d, d)
-        self.moment = torch.zeros(self.num_replicas, self.dim, device=self.device)  # b (R, d)
-        self.theta_hat = torch.zeros(self.num_replicas, self.dim, device=self.device)  # V^-1 b (R, d)
+        #: ``v = c sqrt(log T)`` per replica, the scale of the posterior draw, ``(R,)``.
+        self.posterior_scale = self.exploration_scale * self.horizon.double().log().sqrt().float()
+        self.gram_inverse_root = torch.diag_embed(self.prior.rsqrt())  # S, S S^T = V^-1 (R, p, p)
+
+    def _set_inverse(self, gram: torch.Tensor) -> None:
+        lower = torch.linalg.cholesky(gram)  # V = L L^T, so S = L^-T has S S^T = V^-1
+        eye = torch.eye(gram.shape[-1], dtype=gram.dtype, device=gram.device).expand_as(gram)
+        root = torch.linalg.solve_triangular(lower.mT, eye, upper=True)  # (R, p, p) float64
+        self.gram_inverse_root = root.float()
+        self.theta_hat = (root @ (root.mT @ self.moment.double()[:, :, None]))[:, :, 0].float()
 
     def sample_theta(self) -> torch.Tensor:
-        """This round's posterior draw ``theta_t = theta_hat + v S z``, ``(R, d)``; no state change."""
-        z = self._draws("normal", Stream.SAMPLE, (self.dim,)).to(self.device)  # (R, d)
-        return self.theta_hat + self.posterior_scale[:, None] * matvec(self.gram_inverse_root, z)
+        """This round's posterior draw ``theta_t = theta_hat + v S w``, ``(R, p)``; no state change."""
+        w = self._draws("normal", Stream.SAMPLE, (self.model_dim,)).to(self.device)  # (R, p)
+        return self.theta_hat + self.posterior_scale[:, None] * matvec(self.gram_inverse_root, w)
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        theta = self.sample_theta()  # (R, d)
-        return self._argmax(linear_scores(contexts, theta))  # (R,)
+        theta = self.sample_theta()  # (R, p)
+        return self._argmax(linear_scores(self.features(contexts), theta))  # (R,)
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
-        x = chosen_rows(contexts, actions)  # (R, d)
+        z = self.features(contexts)  # (R, K, p)
+        x = chosen_rows(z, actions)  # (R, p)
         self.gram_inverse_root, self.moment, self.theta_hat = potter_update(self.gram_inverse_root, self.moment, x,
                                                                             rewards)
+        self._record(z, x)
         self._check_finite(self.theta_hat, "the ridge estimate theta_hat")
 
     def _state(self) -> dict[str, torch.Tensor]:
-        return {"gram_inverse_root": self.gram_inverse_root, "moment": self.moment, "theta_hat": self.theta_hat}
+        return {"gram_inverse_root": self.gram_inverse_root, **self._statistics_state()}
 
     def _load_state(self, state: dict[str, torch.Tensor]) -> None:
-        self.gram_inverse_root, self.moment, self.theta_hat = (state["gram_inverse_root"], state["moment"],
-                                                               state["theta_hat"])
+        self.gram_inverse_root = state["gram_inverse_root"]
+        self._load_statistics(state)

@@ -1,4 +1,5 @@
-"""LinUCB, LinTS and EpsGreedy: oracle fits, the bonus, the LinTS posterior, exploration, bad input.
+"""LinUCB, LinTS and EpsGreedy: oracle fits, feature scaling and per-arm constants, the bonus, the LinTS
+posterior, exploration, bad input.
 
 Agents built without an env say ``device="cpu"``: ``"auto"`` would pick a GPU where there is one.
 """
@@ -12,6 +13,7 @@ import torch
 from replicas import feed, linear_rounds, make_vec
 
 from agents import EpsGreedy, LinTS, LinUCB
+from agents.linear import one_hot_blocks, with_intercepts
 
 SMALL = {"n_arms": 8, "dim": 5, "horizon": 300}
 
@@ -24,7 +26,8 @@ def test_ridge_zero_exploration_recovers_theta(cls):
     theta_star, contexts, actions, played, rewards = linear_rounds(200, R, K, d)
     kwargs = {"horizon": 200} if cls is LinTS else {}
     agent = cls(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, exploration_scale=0.0, lambda_reg=lam,
-                **kwargs)
+                scale_features=False, **kwargs)
+    assert agent.model_dim == d  # K does not divide d: no room for one-hot blocks, no per-arm constants
     feed(agent, contexts, actions, rewards)
     X, y = played.double().transpose(0, 1), rewards.double().T  # (R, T, d), (R, T)
     ridge = torch.linalg.solve(X.mT @ X + lam * torch.eye(d, dtype=torch.float64), (X.mT @ y[..., None]))[..., 0]
@@ -35,13 +38,77 @@ def test_ridge_zero_exploration_recovers_theta(cls):
     assert torch.equal(action, (x * agent.theta_hat[:, None]).sum(-1).argmax(1))
 
 
+@pytest.mark.parametrize("cls", [LinUCB, LinTS, EpsGreedy])
+def test_scaled_ridge_penalises_each_feature_by_its_mean_square(cls):
+    """scale_features=True: after round 255 (the next round, 256, is a power of 2) theta_hat is the
+    minimiser of sum (x^T theta - r)^2 + lambda sum_j D_jj theta_j^2, D_jj the mean square of feature
+    j over all 255 x K rows shown; float64 reference, float32 agent."""
+    R, K, d, lam, T = 2, 4, 3, 2.0, 255
+    theta_star, contexts, actions, played, rewards = linear_rounds(T, R, K, d, seed=3, noise=0.1)
+    kwargs = {"horizon": T} if cls is LinTS else {}
+    agent = cls(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=lam, **kwargs)
+    feed(agent, contexts, actions, rewards)
+    D = (contexts.double() ** 2).mean(dim=(0, 2))  # (R, d)
+    X, y = played.double().transpose(0, 1), rewards.double().T  # (R, T, d), (R, T)
+    ridge = torch.linalg.solve(X.mT @ X + lam * torch.diag_embed(D), (X.mT @ y[..., None]))[..., 0]
+    torch.testing.assert_close(agent.theta_hat.double(), ridge, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(agent.prior.double(), lam * D, rtol=1e-5, atol=0)
+
+
+def test_scaled_linucb_is_unchanged_by_rescaling_a_feature():
+    """With scale_features=True, multiplying feature 0 by 1/1000 multiplies the penalty on it by 1e-6,
+    so every arm's mean x^T theta_hat and width sqrt(x^T V^-1 x) stay the same (to float32 rounding of
+    sums over 200 rounds). Without scaling the ridge all but zeroes the tiny feature's coefficient and the
+    means move by far more (checked, so the test would notice scaling doing nothing)."""
+    R, K, d, T = 2, 5, 4, 200
+    _, contexts, actions, _, rewards = linear_rounds(T, R, K, d, seed=8, noise=0.1)
+    scale = torch.tensor([1e-3, 1.0, 1.0, 1.0])
+    fed = {}
+    for scaled in (True, False):
+        for factor in (1.0, scale):
+            agent = LinUCB(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, scale_features=scaled)
+            feed(agent, contexts * factor, actions, rewards)
+            z = contexts[-1] * factor  # (R, K, d)
+            width = ((z @ agent.gram_inverse) * z).sum(-1).sqrt()
+            fed[scaled, factor is scale] = ((z * agent.theta_hat[:, None]).sum(-1), width)
+    for a, b in zip(fed[True, False], fed[True, True], strict=True):
+        torch.testing.assert_close(a, b, rtol=2e-3, atol=2e-4)
+    assert (fed[False, False][0] - fed[False, True][0]).abs().max() > 0.1
+
+
+def test_one_hot_block_arms_get_a_constant_each():
+    """Arms in one-hot blocks (as the classification bandits'): the default adds one constant per arm,
+    and a per-arm model with constants fits rewards r = c_k + x . w_k exactly (noise-free, tiny ridge)."""
+    R, K, d, T = 2, 3, 2, 400
+    gen = torch.Generator().manual_seed(9)
+    x = torch.randn(T, R, d, generator=gen)  # one example per round
+    contexts = torch.zeros(T, R, K, K * d)
+    for k in range(K):
+        contexts[:, :, k, k * d:(k + 1) * d] = x
+    assert one_hot_blocks(contexts[0]).all() and not one_hot_blocks(torch.ones(R, K, K * d)).any()
+    w, c = torch.randn(K, d, generator=gen), torch.tensor([0.5, -1.0, 2.0])
+    actions = torch.randint(K, (T, R), generator=gen)
+    rewards = c[actions] + (x * w[actions]).sum(-1)  # (T, R)
+    agent = LinUCB(None, device="cpu", n_arms=K, dim=K * d, num_replicas=R, seed=0, exploration_scale=0.0,
+                   lambda_reg=1e-4)
+    assert agent.model_dim == K * d + K
+    feed(agent, contexts, actions, rewards)
+    torch.testing.assert_close(agent.theta_hat[:, K * d:], c.expand(R, K), rtol=0, atol=1e-2)
+    torch.testing.assert_close(agent.theta_hat[:, :K * d], w.reshape(-1).expand(R, -1), rtol=0, atol=1e-2)
+    dense = torch.randn(R, K, K * d, generator=gen)  # not blocks: the constants' columns stay zero
+    assert torch.equal(agent.features(dense)[:, :, K * d:], torch.zeros(R, K, K))
+    assert torch.equal(with_intercepts(dense)[:, :, K * d:], torch.eye(K).expand(R, K, K))
+    off = LinUCB(None, device="cpu", n_arms=K, dim=K * d, num_replicas=R, seed=0, intercept=False)
+    assert off.model_dim == K * d
+
+
 def test_linucb_bonus_is_nu_t_times_confidence_width():
-    """An arm's index is x^T theta_hat + c sqrt(d log t) sqrt(x^T V^-1 x)."""
+    """An arm's index is x^T theta_hat + c sqrt(log t) sqrt(x^T V^-1 x)."""
     R, K, d = 1, 2, 3
     agent = LinUCB(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, exploration_scale=0.5)
     _, contexts, actions, _, rewards = linear_rounds(9, R, K, d, seed=4)
     feed(agent, contexts, actions, rewards)  # now t = 10
-    assert agent.bonus_scale().item() == pytest.approx(0.5 * math.sqrt(d * math.log(10)))
+    assert agent.bonus_scale().item() == pytest.approx(0.5 * math.sqrt(math.log(10)))
     v_inv = agent.gram_inverse[0].double()
     gen = torch.Generator().manual_seed(5)
     for _ in range(20):  # arms where the mean and the width disagree: the index decides
@@ -54,8 +121,8 @@ def test_linucb_bonus_is_nu_t_times_confidence_width():
 def test_sherman_morrison_and_potter_updates_match_linalg_inv():
     R, K, d = 4, 10, 8
     _, contexts, actions, played, rewards = linear_rounds(1000, R, K, d, seed=6)
-    linucb = LinUCB(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0)
-    lints = LinTS(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, horizon=1000)
+    linucb = LinUCB(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, scale_features=False)
+    lints = LinTS(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, horizon=1000, scale_features=False)
     feed(linucb, contexts, actions, rewards)
     feed(lints, contexts, actions, rewards)
     X = played.double().transpose(0, 1)  # (R, T, d)
@@ -67,15 +134,16 @@ def test_sherman_morrison_and_potter_updates_match_linalg_inv():
 
 
 def test_lints_samples_have_covariance_v2_gram_inverse():
-    """theta_t ~ N(theta_hat, v^2 V^-1), v = c sqrt(d log T), over N = 20,000 replicas fed the same data.
+    """theta_t ~ N(theta_hat, v^2 V^-1), v = c sqrt(log T), over N = 20,000 replicas fed the same data.
 
     Whitened with an independent float64 factor of V, w = L^T (theta - theta_hat) / v must be
     N(0, I): each mean has sd 1/sqrt(N), each covariance entry sd <= sqrt(2/N); bounds 5 sd. A
     wrong scale (v instead of v^2, V instead of V^-1, a factor 2) moves entries by far more.
     """
     N, K, d, T = 20_000, 5, 4, 500
-    agent = LinTS(None, device="cpu", n_arms=K, dim=d, num_replicas=N, seed=11, exploration_scale=0.3, horizon=T)
-    v = 0.3 * math.sqrt(d * math.log(T))
+    agent = LinTS(None, device="cpu", n_arms=K, dim=d, num_replicas=N, seed=11, exploration_scale=0.3, horizon=T,
+                  scale_features=False)
+    v = 0.3 * math.sqrt(math.log(T))
     torch.testing.assert_close(agent.posterior_scale, torch.full((N,), v))
     _, contexts, actions, played, rewards = linear_rounds(30, 1, K, d, seed=7, noise=0.1)
     for x, a, r in zip(contexts, actions, rewards, strict=True):
@@ -125,6 +193,8 @@ def test_epsgreedy_explores_at_rate_c_over_sqrt_t():
         (LinTS, {"lambda_reg": float("inf")}, "lambda_reg"),
         (EpsGreedy, {"exploration_scale": "1"}, "exploration_scale"),
         (EpsGreedy, {"lambda_reg": -2}, "lambda_reg"),
+        (LinUCB, {"intercept": 1}, r"intercept must be None \(one-hot-block arms only\), True or False, got 1"),
+        (LinTS, {"scale_features": "yes"}, r"scale_features must be True or False, got 'yes'"),
     ],
 )
 def test_bad_hyperparameters_raise(cls, kwargs, match):
