@@ -25,19 +25,33 @@ from agents.validation import check_choice, check_float, check_int
 from bandit_gym.rng import Stream
 
 STEP_SCHEDULES = ("inverse_t", "constant")
-#: Neural LMC-TS defaults, ``eta_0``, ``beta`` and ``lambda`` (grid in benchmarks/results/quadratic_paper.md):
+PRECONDITIONERS = ("none", "diagonal")
+#: Neural LMC-TS defaults (grid and the diagnosis in benchmarks/results/quadratic_paper.md). The chain is
+#: preconditioned by the diagonal of the loss's Gauss-Newton matrix (``LMCTS``'s docstring says why), so
+#: ``eta = 0.01`` is a fraction of each coordinate's inverse curvature, constant over the rounds.
 #: ``beta = 1 / (2 sigma^2) = 0.5`` makes ``exp(-beta L_t)`` the posterior of a sum of squared errors with
-#: Gaussian noise ``sigma = 1``, under the prior ``N(0, 1 / (2 beta lambda)) = N(0, 0.5)`` for ``lambda = 2``
-#: (a tighter prior, lambda = 10, left half of the runs exploiting one sign of the quadratic; ``eta_0`` = 0.03
-#: with a wider prior diverged). ``beta = 1000``, ``lambda = 1e-3`` made the chain a noiseless gradient
-#: descent that did not explore: the regret of a greedy network.
-NEURAL_DEFAULTS = {"step_size": 0.01, "inverse_temperature": 0.5, "lambda_reg": 2.0}
+#: Gaussian noise ``sigma = 1``, under the prior ``N(0, 1 / (2 beta lambda)) = N(0, 0.5)`` for ``lambda = 2``:
+#: wider than the He initialisation, which is what lets a sample rank the arms it has never played high (the
+#: He-scale prior, lambda = 10, left 8 of 10 seeds exploiting one sign of the quadratic even with this chain).
+#: ``K = 10`` steps on mini-batches of ``B = 32`` rows: a round costs the same at round 10,000 as at round 10.
+NEURAL_DEFAULTS = {"step_size": 0.01, "inverse_temperature": 0.5, "lambda_reg": 2.0, "n_inner_steps": 10,
+                   "batch_size": 32, "step_schedule": "constant", "preconditioner": "diagonal"}
+#: The logistic model's budget: ``K`` Langevin steps on mini-batches of ``B`` rows (flat cost per round;
+#: the full-batch chain is ``batch_size=None``). Measured in docs/agents.md ("GLM model").
+GLM_DEFAULTS = {"n_inner_steps": 20, "batch_size": 64}
+#: The linear model: the paper's K = 100 steps, each O(d^2) whatever the history (no batch_size).
+LINEAR_DEFAULTS = {"n_inner_steps": 100, "batch_size": None, "step_schedule": "inverse_t", "preconditioner": "none"}
 
 
 def langevin_steps(model: RewardModel, theta: torch.Tensor, step_size: torch.Tensor,
                    inverse_temperature: torch.Tensor, noise: torch.Tensor | Callable[[int], torch.Tensor],
-                   batches: torch.Tensor | None = None, n_steps: int | None = None) -> torch.Tensor:
+                   batches: torch.Tensor | None = None, n_steps: int | None = None,
+                   preconditioner: torch.Tensor | None = None) -> torch.Tensor:
     """``K`` Langevin steps on the model's loss from ``theta``: Algorithm 1's inner loop.
+
+    With a diagonal preconditioner ``M`` (``(R, p)``, positive) each step is
+    ``theta - eta_t M grad L_t + sqrt(2 eta_t M / beta) eps``: for a fixed ``M`` the chain targets the same
+    ``exp(-beta L_t)`` (preconditioned Langevin dynamics), with coordinate ``j`` moving at ``eta_t M_j``.
 
     Args:
         model: The reward model (its loss ``L_t`` and gradient).
@@ -48,11 +62,14 @@ def langevin_steps(model: RewardModel, theta: torch.Tensor, step_size: torch.Ten
             step ``k``'s when it is needed (memory ``O(p)``, not ``O(K p)``: for large networks).
         batches: Mini-batch row indices per step ``(R, K, B)``, or None for full-batch gradients.
         n_steps: ``K``, when ``noise`` is a function.
+        preconditioner: ``M`` per replica and coordinate ``(R, p)``, or None (``M = I``).
 
     Returns:
         The last iterate ``theta_{t,K}``, ``(R, p)``.
     """
     eta, beta = step_size[:, None], inverse_temperature[:, None]  # (R, 1)
+    if preconditioner is not None:
+        eta = eta * preconditioner  # (R, p)
     per_step = callable(noise)
     for k in range(n_steps if per_step else noise.shape[1]):
         grad = model.gradient(theta, None if batches is None else batches[:, k])  # (R, p)
@@ -119,9 +136,9 @@ class LMCTS(BanditAgent):
     """
 
     def __init__(self, env: gym.Env | gym.vector.VectorEnv | None = None, *, model: Any = "linear",
-                 step_size: Any = None, inverse_temperature: Any = None, n_inner_steps: int = 100,
-                 lambda_reg: Any = None, step_schedule: str = "inverse_t", batch_size: int | None = None,
-                 model_kwargs: dict | None = None, train_every: int = 1,
+                 step_size: Any = None, inverse_temperature: Any = None, n_inner_steps: int | None = None,
+                 lambda_reg: Any = None, step_schedule: str | None = None, batch_size: int | str | None = "auto",
+                 preconditioner: str | None = None, model_kwargs: dict | None = None, train_every: int = 1,
                  seed: int | list[int] | None = None, device: str | torch.device = "auto",
                  n_arms: int | None = None, dim: int | None = None, num_replicas: int | None = None) -> None:
         super().__init__(env, seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
@@ -132,19 +149,31 @@ class LMCTS(BanditAgent):
         self.model = build_model(model, model_kwargs, self.num_replicas, self.dim, self.lambda_reg, self.device,
                                  self.keys)
         model_class = type(self.model)
+        defaults = NEURAL_DEFAULTS if neural else {**LINEAR_DEFAULTS, **(
+            GLM_DEFAULTS if model_class.supports_minibatch else {})}
         if isinstance(model, MLP):
             model, model_kwargs = "mlp", model.kwargs()  # saved as a description (block_arms included)
         self.train_every = check_int("train_every", train_every)
-        self.step_schedule = check_choice("step_schedule", step_schedule, STEP_SCHEDULES)
-        self.n_inner_steps = check_int("n_inner_steps", n_inner_steps)
+        self.step_schedule = check_choice(
+            "step_schedule", defaults["step_schedule"] if step_schedule is None else step_schedule, STEP_SCHEDULES)
+        self.preconditioner = check_choice(
+            "preconditioner", defaults["preconditioner"] if preconditioner is None else preconditioner, PRECONDITIONERS)
+        if self.preconditioner == "diagonal" and not neural:
+            raise ValueError(f"preconditioner must be 'none' for model={model!r}, got 'diagonal'; the diagonal "
+                             "preconditioner needs a neural model ('mlp', an MLP or an nn.Module)")
+        self.n_inner_steps = check_int(
+            "n_inner_steps", defaults["n_inner_steps"] if n_inner_steps is None else n_inner_steps)
+        if isinstance(batch_size, str) and batch_size == "auto":
+            batch_size = defaults["batch_size"]
         if batch_size is not None:
             batch_size = check_int("batch_size", batch_size)
             if not model_class.supports_minibatch:
                 raise ValueError(f"batch_size must be None (full batch) for model={model!r}, got {batch_size!r}; "
                                  "mini-batches need a model with a data history, e.g. model='glm'")
         self.batch_size = batch_size
-        self._hyperparameters.update(model=model, step_schedule=step_schedule, n_inner_steps=self.n_inner_steps,
-                                     batch_size=batch_size, train_every=self.train_every)
+        self._hyperparameters.update(model=model, step_schedule=self.step_schedule, n_inner_steps=self.n_inner_steps,
+                                     batch_size=batch_size, preconditioner=self.preconditioner,
+                                     train_every=self.train_every)
         if model_kwargs is not None:
             self._hyperparameters["model_kwargs"] = dict(model_kwargs)
         if step_size is None:
@@ -157,6 +186,8 @@ class LMCTS(BanditAgent):
                                                         strict=True)
         self._neural = getattr(self.model, "per_step_noise", False)
         self.theta = self.model.initial_params()  # (R, p)
+        if self.preconditioner == "diagonal":  # U = 2 lambda + 2 sum_i g(x_i; theta_i)^2 over the played rows
+            self.curvature = 2.0 * self.lambda_reg[:, None].expand(-1, self.model.n_params).clone()  # (R, p)
         if not self._neural:
             self.theta = self._sample(1, self.theta)  # round 1's sample, from the prior
 
@@ -168,7 +199,11 @@ class LMCTS(BanditAgent):
         return self._argmax(self.model.scores(self.theta, contexts))  # (R,)
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
-        self.model.add(chosen_rows(contexts, actions), rewards)  # (R, d), (R,)
+        x = chosen_rows(contexts, actions)  # (R, d)
+        if self.preconditioner == "diagonal":  # the played arm's g(x_t) at the sample theta_t that played it
+            _, g = self.model.arm_gradients(self.theta, x[:, None, :])  # (R, 1, p)
+            self.curvature = self.curvature + 2.0 * g[:, 0] ** 2
+        self.model.add(x, rewards)  # (R, d), (R,)
         if self.t % self.train_every == 0:
             self.theta = self._sample(self.t + 1, self.theta)
 
@@ -179,8 +214,13 @@ class LMCTS(BanditAgent):
             def noise(k: int) -> torch.Tensor:
                 counter = (t - 1) * self.n_inner_steps + k
                 return self._draws("normal", Stream.SAMPLE, (self.model.n_params,), counter).to(self.device)
-            theta = langevin_steps(self.model, theta, eta, self.inverse_temperature, noise, self._minibatches(t),
-                                   self.n_inner_steps)
+            batches = self._minibatches(t)  # (R, K (+ 1 with the preconditioner), B) or None
+            preconditioner = None
+            if self.preconditioner == "diagonal":
+                preconditioner = 1.0 / self._round_curvature(theta, None if batches is None else batches[:, 0])
+                batches = None if batches is None else batches[:, 1:]
+            theta = langevin_steps(self.model, theta, eta, self.inverse_temperature, noise, batches,
+                                   self.n_inner_steps, preconditioner)
             return self._check_sample(t, eta, theta)
         noise = self._draws("normal", Stream.SAMPLE, (self.n_inner_steps, self.model.n_params), t)  # (R, K, p)
         if isinstance(self.model, LinearModel) and _kernels.enabled(theta, self.model.gram, eta):
@@ -202,15 +242,30 @@ class LMCTS(BanditAgent):
                 "try a smaller step_size")
         return theta
 
+    def _round_curvature(self, theta: torch.Tensor, batch: torch.Tensor | None) -> torch.Tensor:
+        """``U`` of this round's chain ``(R, p)``: the larger of two estimates of the diagonal of the Gauss-Newton
+        matrix ``2 lambda I + 2 sum_i g(x_i) g(x_i)^T`` of ``L_t``: the sum over the played rows at the samples
+        that played them (``self.curvature``), and the sum over a mini-batch (times ``n / B``; all rows for
+        full batches) at the chain's start ``theta``. The second follows the weights when they grow faster than
+        the played rows record (early rounds, on a wide prior); taking the larger is the smaller, safer step.
+        Fixed during the round's ``K`` steps, so each round's chain targets ``exp(-beta L_t)``."""
+        current = 2.0 * self.lambda_reg[:, None] + 2.0 * self.model.gradient_squares(theta, batch)  # (R, p)
+        return torch.maximum(self.curvature, current)
+
     def _minibatches(self, t: int) -> torch.Tensor | None:
-        """Round ``t``'s mini-batch row indices ``(R, K, B)``, uniform with replacement; None for full batch."""
+        """Round ``t``'s mini-batch row indices ``(R, K, B)`` (``(R, K + 1, B)`` with the diagonal preconditioner:
+        the first batch estimates the curvature), uniform with replacement; None for full batch."""
         if self.batch_size is None or self.model.n_observations == 0:
             return None
-        u = self._draws("uniform", Stream.MINIBATCH, (self.n_inner_steps, self.batch_size), t)  # (R, K, B)
+        n_batches = self.n_inner_steps + (self.preconditioner == "diagonal")
+        u = self._draws("uniform", Stream.MINIBATCH, (n_batches, self.batch_size), t)  # (R, K (+ 1), B)
         return self.model.sample_rows(u.to(self.device))
 
     def _state(self) -> dict[str, torch.Tensor]:
-        return agent_state(self.theta, self.model)
+        state = agent_state(self.theta, self.model)
+        return {**state, "curvature": self.curvature} if self.preconditioner == "diagonal" else state
 
     def _load_state(self, state: dict[str, torch.Tensor]) -> None:
         self.theta = load_agent_state(self.model, state)
+        if self.preconditioner == "diagonal":
+            self.curvature = state["curvature"].to(self.device)

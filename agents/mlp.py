@@ -101,6 +101,14 @@ class _NeuralModel(HistoryModel):
             (gradient,) = torch.autograd.grad(self.loss(params, batch).sum(), params)
         return gradient
 
+    def gradient_squares(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        """``sum_i g(x_i)^2`` over the stored rows (or a mini-batch, times ``n / B``), ``(R, p)``: half the diagonal
+        of the Gauss-Newton matrix ``2 sum_i g(x_i) g(x_i)^T`` of the squared loss (LMC-TS's preconditioner).
+        From :meth:`arm_gradients` here; a model may compute it without forming ``g`` ``(R, n, p)``."""
+        x, _, scale = self.rows(batch)
+        _, g = self.arm_gradients(params, x)
+        return scale * (g**2).sum(dim=1)
+
     def gradient_norms(self, params: torch.Tensor, contexts: torch.Tensor,
                        weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``f(x_k)`` ``(R, K)`` and the weighted squared norms ``sum_j w_j g_j(x_k)^2`` ``(R, K)`` of the per-arm
@@ -257,6 +265,22 @@ class MLPModel(_NeuralModel):
             pieces += [weight_grad.flatten(1), delta.sum(dim=1)]  # dW (R, o i), db (R, o)
         gradient = torch.cat(pieces, dim=1)  # (R, p)
         return gradient.addcmul_(2.0 * self.lambda_reg[:, None], params)  # + 2 lambda theta, in place: one pass
+
+    def gradient_squares(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        """``sum_i g(x_i)^2`` ``(R, p)`` without forming ``g`` (equal to the definition: tested). Layer ``l``'s
+        part of ``g(x_i)`` is ``delta_i h_i^T`` (weights) and ``delta_i`` (biases), so the sum over rows of its
+        square is ``(delta^2)^T h^2`` and ``sum_i delta_i^2``: one product of the loss gradient's size."""
+        x, _, scale = self.rows(batch)
+        prediction, inputs = self.forward(params, x)
+        pieces = []
+        for delta, h_in in self._backward(params, inputs, torch.ones_like(prediction)):
+            squares = delta**2  # (R, n, o)
+            if isinstance(h_in, BlockRows):
+                weight = block_weight_gradient(squares, BlockRows(h_in.values**2, h_in.block, h_in.n_blocks))
+            else:
+                weight = batched_matmul(squares.transpose(1, 2), h_in**2)  # (R, o, i)
+            pieces += [weight.flatten(1), squares.sum(dim=1)]
+        return scale * torch.cat(pieces, dim=1)  # (R, p)
 
     def arm_gradients(self, params: torch.Tensor, contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``f(x_k)`` ``(R, K)`` and ``g(x_k) = df(x_k; theta)/dtheta`` ``(R, K, p)`` for every arm, in one pass."""
