@@ -6,6 +6,11 @@ its own ``numpy.random.Generator`` for the arms and the noise (so its regret is
 comparable in distribution to ``LinearBandit-v0``'s, not equal draw for draw), no
 Gymnasium, no torch. Running it tells how fast this machine is right now.
 
+``run_env`` is the textbook LinUCB (Li et al. 2010: index ``x^T theta_hat + alpha sqrt(x^T A^-1 x)``,
+``A = ridge I + sum x x^T``, a constant ``alpha``; float64, first arm on ties) on one Gymnasium env
+of this package, e.g. a real-data bandit reset with ``seed``: the reference row of
+``benchmarks/real_data.py``. On one-hot-block arms it is the disjoint per-arm LinUCB.
+
 ``run_batched`` is this project's design written inline: all seeds as one float32
 numpy batch, drawing the arm sets from the envs' own counter-based generator (the
 same blocks as ``LinearBandit-v0``), with the env and the agent in one loop: no
@@ -52,6 +57,35 @@ def run(seed: int, rounds: int = 10_000, n_arms: int = 50, dim: int = 20, changi
         gram_inverse -= np.outer(vx, vx) / (1.0 + x @ vx)
         reward_sum += reward * x
         theta_hat = gram_inverse @ reward_sum
+    return regret
+
+
+def run_env(env_id: str, seed: int, rounds: int, alpha: float = 1.0, ridge: float = 1.0, **env_kwargs) -> float:
+    """Textbook LinUCB on ``gym.make(env_id, **env_kwargs)`` reset with ``seed``; the cumulative regret over
+    ``rounds`` rounds (the env's ``info["regret"]``)."""
+    import gymnasium as gym
+
+    import bandit_gym  # noqa: F401  (registers the envs)
+
+    env = gym.make(env_id, **env_kwargs)
+    arms, _ = env.reset(seed=seed)
+    dim = arms.shape[1]
+    a_inverse, reward_sum, theta_hat = np.eye(dim) / ridge, np.zeros(dim), np.zeros(dim)
+    regret = 0.0
+    for _ in range(rounds):
+        x_all = np.asarray(arms, dtype=np.float64)  # (K, d)
+        width = np.sqrt(np.maximum(np.einsum("kd,kd->k", x_all @ a_inverse, x_all), 0.0))
+        action = int(np.argmax(x_all @ theta_hat + alpha * width))
+        arms, reward, terminated, truncated, info = env.step(action)
+        regret += float(info["regret"])
+        x = x_all[action]
+        ax = a_inverse @ x
+        a_inverse -= np.outer(ax, ax) / (1.0 + x @ ax)
+        reward_sum += float(reward) * x
+        theta_hat = a_inverse @ reward_sum
+        if terminated or truncated:
+            break
+    env.close()
     return regret
 
 
