@@ -45,6 +45,7 @@ class InMemoryData(str):
 
     @classmethod
     def of(cls, data: LoadedDataset, options: dict[str, str]) -> InMemoryData:
+        """The handle of ``data``, prepared from a user's ``X, y`` with ``options`` (encoding, scaling, missing)."""
         digest = hashlib.sha256()
         for part in (data.features.numpy(), data.labels.numpy()):
             digest.update(part.tobytes())
@@ -56,6 +57,7 @@ class InMemoryData(str):
 
     @classmethod
     def _made(cls, text: str, data: LoadedDataset, options: dict[str, str]) -> InMemoryData:
+        """The handle of ``text`` carrying ``data`` (also how a pickle rebuilds one, without hashing again)."""
         handle = super().__new__(cls, text)
         handle.data, handle.options = data, dict(options)
         if _IN_MEMORY.get(text) is None:  # equal text, equal data: the first one alive serves
