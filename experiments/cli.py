@@ -11,9 +11,13 @@
 
 Each verb imports what it needs only when it runs: ``bandit-gym download`` never imports
 the agents, and ``bandit-gym --help`` needs no optional package. A bad value prints one
-line, ``bandit-gym VERB: error: ...``, and exits with status 2; a missing optional package
-names the extra that installs it (exit status 1). The experiment verbs (``run``, ``table``,
-``plot``) live in :mod:`experiments.commands`.
+line, ``bandit-gym VERB: error: ...``, and exits with status 2 (an invalid choice names the
+closest one); a missing optional package names the extra that installs it (exit status 1).
+No fault ends in a traceback: a file that cannot be read or written (read-only directory, full
+disk) is one line naming it and what to do (status 1); Ctrl-C is one line saying what was kept
+(status 130); a reader that goes away (``bandit-gym envs | head -3``) ends the command quietly
+(status 141, as for SIGPIPE). The experiment verbs (``run``, ``table``, ``plot``) live in
+:mod:`experiments.commands`; a verb may set ``on_interrupt`` and ``on_os_error`` (see :func:`main`).
 
 To add a verb, write ``_add_<verb>(subparsers)`` that registers its parser with
 ``set_defaults(run=<function taking the parsed args, returning an exit code>)``
@@ -249,7 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status.
+
+    A verb's parser may set, with ``set_defaults``, ``on_interrupt(args, text) -> str`` (the line after
+    Ctrl-C; ``text`` is the interruption's own message, "interrupted" if none) and ``on_os_error(args,
+    exc) -> str`` (what to do when a path cannot be read or written).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -36,7 +36,10 @@ def config_file(write_config):
 
 
 def _one_line(capsys, argv: list[str], status: int) -> str:
-    assert cli.main(argv) == status
+    try:
+        assert cli.main(argv) == status
+    except KeyboardInterrupt:  # not re-raised into pytest, which would stop the whole session
+        pytest.fail("Ctrl-C escaped bandit-gym as a traceback")
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1, err
     return err[0]
