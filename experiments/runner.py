@@ -127,16 +127,12 @@ def run_cell(config: ExperimentConfig, label: str, device: str = "cpu", progress
     checkpoints = None if checkpoint_dir is None else _Checkpoints(checkpoint_dir, checkpoint_every_s)
     started = time.time()
     start = time.perf_counter()
-    base = {"label": label, "agent": spec.agent, "env": config.env, "horizon": config.horizon,
-            "seeds": config.seed_list(), "cell_config": cell_config(config, spec), "grid_points": spec.points(),
-            "device": device,
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))}
+    base = _base_record(config, label, device, started)
     try:
         played, diverged, errors = _play_containing_divergence(config, spec, device, progress, checkpoints)
     except Exception as exc:  # noqa: BLE001  (a cell that cannot run must not stop the others)
-        record = {**base, "failed": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(),
-                  "wall_time_s": time.perf_counter() - start, "versions": package_versions()}
-        return CellResult(record, None)
+        return failed_cell(config, label, device, f"{type(exc).__name__}: {exc}", traceback.format_exc(), started,
+                           time.perf_counter() - start)
     wall_time = time.perf_counter() - start
     stats = final_regret_stats(played.regret, config.seeds)
     finite = [p for p, s in enumerate(stats) if s["mean"] is not None]
@@ -149,6 +145,21 @@ def run_cell(config: ExperimentConfig, label: str, device: str = "cpu", progress
     if played.notes:
         record["notes"] = list(played.notes)
     return CellResult(record, played.regret)
+
+
+def _base_record(config: ExperimentConfig, label: str, device: str, started: float) -> dict[str, Any]:
+    spec = config.agent(label)
+    return {"label": label, "agent": spec.agent, "env": config.env, "horizon": config.horizon,
+            "seeds": config.seed_list(), "cell_config": cell_config(config, spec), "grid_points": spec.points(),
+            "device": device, "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))}
+
+
+def failed_cell(config: ExperimentConfig, label: str, device: str, message: str, traceback_text: str,
+                started: float, wall_time_s: float) -> CellResult:
+    """The result of a cell that could not be played (``message``: the one-line error); see the module docstring."""
+    record = {**_base_record(config, label, device, started), "failed": message, "traceback": traceback_text,
+              "wall_time_s": wall_time_s, "versions": package_versions()}
+    return CellResult(record, None)
 
 
 def _play_containing_divergence(config: ExperimentConfig, spec: AgentSpec, device: str, progress: bool,
