@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +17,8 @@ import torch
 from experiments import catalog, runner
 from experiments.config import load_config
 from experiments.results import ResultsDir
+
+REPO = Path(__file__).resolve().parents[2]
 
 AGENTS = {
     "LinUCB": "{grid: {exploration_scale: [0.1, 1.0]}}",
@@ -27,6 +33,9 @@ AGENTS = {
     "NeuralTS": "{fixed: {model_kwargs: {hidden: [8]}}}",
     "NeuralLinUCB": "{fixed: {model_kwargs: {hidden: [8]}}}",
     "NeuralEpsGreedy": "{fixed: {model_kwargs: {hidden: [8]}}}",
+    "FGLMCTS": "{fixed: {n_inner_steps: 5}}", "MALATS": "{fixed: {n_inner_steps: 5}}",
+    "HMCTS": "{fixed: {n_inner_steps: 3, n_leapfrog: 2}}", "ULMCTS": "{fixed: {n_inner_steps: 5}}",
+    "EnsembleSampling": "{fixed: {n_members: 3}}",
 }
 CONFIG = "name: interrupt\nenv: LinearBandit-v0\nhorizon: 24\nseeds: 2\nenv_kwargs: {n_arms: 4, dim: 3}\nagents:\n" + \
     "".join(f"  {name}: {entry}\n" for name, entry in AGENTS.items())
@@ -145,4 +154,71 @@ def test_the_same_command_continues_an_interrupted_experiment(config, tmp_path, 
     assert not (out / "checkpoints" / "EpsGreedy").exists()  # removed once the cell is written
     reference = runner.run_experiment(config, tmp_path / "reference", log=lambda line: None).read_cells()
     for a, b in zip(results.read_cells(), reference, strict=True):
+        np.testing.assert_array_equal(a.regret, b.regret)
+
+
+def test_a_damaged_checkpoint_is_named_and_the_cell_starts_again(config, tmp_path, monkeypatch):
+    folder = tmp_path / "LinTS"
+    with monkeypatch.context() as patch:
+        _interrupt_in_predict(patch, catalog.agent_classes()["LinTS"], STOP_AT)
+        with pytest.raises(KeyboardInterrupt):
+            runner.run_cell(config, "LinTS", checkpoint_dir=folder, checkpoint_every_s=1e9)
+    file = folder / "batch.pt"
+    file.write_bytes(file.read_bytes()[:100])  # truncated
+    result = runner.run_cell(config, "LinTS", checkpoint_dir=folder)
+    (note,) = result.record["notes"]
+    assert note.startswith(f"checkpoint {file} not used (unreadable (") and note.endswith("the cell starts at round 1")
+    np.testing.assert_array_equal(result.regret, runner.run_cell(config, "LinTS").regret)
+
+
+SLOW = """\
+name: sigint
+env: LinearBandit-v0
+horizon: 300
+seeds: 2
+env_kwargs: {n_arms: 4, dim: 3}
+agents:
+  Quick: {agent: LinUCB}
+  Slow: {agent: NeuralTS, fixed: {model_kwargs: {hidden: [32]}}}
+"""
+
+RUN = """\
+import sys
+from experiments.config import load_config
+from experiments.runner import run_experiment
+try:
+    run_experiment(load_config(sys.argv[1]), sys.argv[2], log=print, checkpoint_every_s=0.2)
+except KeyboardInterrupt as exc:
+    print(f"KeyboardInterrupt: {exc}")
+    sys.exit(130)
+"""
+
+
+def test_sigint_to_a_run_checkpoints_and_the_same_command_continues_bit_for_bit(write_config, tmp_path):
+    config_path = write_config(SLOW, "slow.yaml")
+    out = tmp_path / "out"
+    checkpoint = out / "checkpoints" / "Slow" / "batch.pt"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen([sys.executable, "-c", RUN, str(config_path), str(out)], env=env, cwd=REPO,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while not checkpoint.is_file():  # the slow cell is under way
+        assert process.poll() is None, process.communicate()[0]
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)  # Ctrl-C
+    printed, _ = process.communicate(timeout=120)
+    assert process.returncode == 130, printed
+    assert printed.splitlines()[-1] == (f"KeyboardInterrupt: interrupted: {checkpoint} holds the cell's last "
+                                        "checkpoint; the same command continues from it")
+    rounds = torch.load(checkpoint, weights_only=True)["rounds"]
+    assert 0 < rounds < 300, "the interrupt must land mid-cell for this test to mean anything"
+
+    config = load_config(config_path)
+    lines = []
+    runner.run_experiment(config, out, log=lines.append)  # the same command
+    assert lines == [f"1 of 2 cells already finished in {out}: skipped", lines[1]]
+    assert lines[1].endswith(f"; continues from its checkpoint batch.pt at round {rounds + 1})")
+    reference = runner.run_experiment(config, tmp_path / "reference", log=lambda line: None).read_cells()
+    for a, b in zip(ResultsDir(out).read_cells(), reference, strict=True):
         np.testing.assert_array_equal(a.regret, b.regret)
