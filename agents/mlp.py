@@ -53,7 +53,7 @@ class MLP:
     """
 
     hidden: tuple[int, ...] = (20, 20, 20)
-    activation: str = "relu"
+    activation: str = "leaky_relu"
     block_arms: int | None = None
 
     def kwargs(self) -> dict[str, Any]:
@@ -129,7 +129,12 @@ class MLPModel(_NeuralModel):
         num_replicas, dim, lambda_reg, device: See :class:`agents.models.RewardModel`.
         keys: The replicas' random keys ``(R,)`` (``BanditAgent.keys``), for the initialisation.
         hidden: Widths of the hidden layers (the paper: ``(20, 20, 20)``, ``(100,)``, ``(50, 50, 50)``).
-        activation: ``"relu"`` or ``"leaky_relu"`` (slope 0.01).
+        activation: ``"leaky_relu"`` (slope 0.01, the default) or ``"relu"`` (the papers'). A ReLU unit that is
+            inactive on every stored row has a zero gradient, so gradient descent never revives it and the
+            agents' exploration statistics never see it; the leaky slope keeps every unit trainable. Measured
+            on ``QuadraticBandit-v0`` at NeuralTS's defaults (seeds 0-9, regret of rounds 2,001-3,000): ReLU
+            [140, 452, 270, 164, 153, 452, 140, 202, 140, 223], two seeds still at LinTS's 0.45 per round;
+            leaky ReLU [143, 193, 169, 140, 132, 230, 175, 115, 144, 143].
         block_arms: ``N`` for one-hot-block features (the real-data envs: arm ``j``'s features are the
             example in block ``j`` of ``N`` blocks of ``d / N``): the first layer then multiplies only
             each row's block (:mod:`agents.blocks`; the same numbers, about ``N`` times fewer operations)
@@ -137,7 +142,7 @@ class MLPModel(_NeuralModel):
     """
 
     def __init__(self, num_replicas: int, dim: int, lambda_reg: torch.Tensor, device: torch.device, *,
-                 keys: torch.Tensor, hidden: Any = (20, 20, 20), activation: str = "relu",
+                 keys: torch.Tensor, hidden: Any = (20, 20, 20), activation: str = "leaky_relu",
                  block_arms: int | None = None) -> None:
         if block_arms is not None:
             block_arms = check_int("block_arms", block_arms, minimum=2)

@@ -122,7 +122,7 @@ def test_neural_lmcts_initial_network_and_train_every():
     agent = lmcts(num_replicas=2, seed=1, train_every=3)
     torch.testing.assert_close(agent.theta, agent.model.initial_params())
     spec = LMCTS(n_arms=4, dim=3, model=MLP(hidden=(8, 8)), device="cpu", seed=1, num_replicas=2)
-    assert spec.hyperparameters()["model_kwargs"] == {"hidden": [8, 8], "activation": "relu"}
+    assert spec.hyperparameters()["model_kwargs"] == {"hidden": [8, 8], "activation": "leaky_relu"}
     torch.testing.assert_close(spec.theta, agent.theta)
     before = agent.theta
     feed_rounds(agent, rounds=2)

@@ -1,20 +1,29 @@
-"""Neural LMC-TS and NeuralTS learn the quadratic bandit, which a linear model cannot represent.
+"""Neural LMC-TS and NeuralTS learn the quadratic bandit on (nearly) every seed, whatever the rounding.
 
-``QuadraticBandit-v0`` (d = 20, 50 new arms per round, r = 10 (x . theta*)^2 + N(0, 1)), T = 3,000, seeds 0-3
-as one batch, every agent with its defaults and the budget of ``benchmarks/quadratic_paper.py`` (10 steps
-on mini-batches of 32 rows per round). About 45 s on the shared 2-core CPU under load (under the ~60 s
-that would make it ``slow``).
+``QuadraticBandit-v0`` (d = 20, 50 new arms per round, r = 10 (x . theta*)^2 + N(0, 1)), every agent at its
+defaults (a 20-20-20 leaky-ReLU MLP, K = 10 steps on mini-batches of 32 rows per round), 10 seeds as one batch.
+A linear model can exploit one sign of x . theta* only: LinTS plays at 0.45-0.5 regret per round late in the
+run on every seed, and so does a network that never tries the other sign ("stuck"). A seed has LEARNT when
+its regret per round over the window below is under ``LEARNT`` = 0.3.
 
-Why not the issue's "T = 1,500, cumulative regret": measured on these seeds, it does not hold, and
-cannot with this data. In the first ~500 rounds a network has too few rows to fit 10 (x . theta*)^2 under
-noise of variance 1 (offline, Adam on 1,000 random rows reaches held-out R^2 ~0.55) and Thompson sampling
-explores nearly at random, while LinTS locks on to one sign of x . theta* within ~100 rounds (its arms
-with large x . theta* are half of the best arms) and then plays at a flat ~0.49 regret per round. So
-LinTS's cumulative regret is still the lowest at T = 1,500 (886 against ~1,200) and about even at
-T = 3,000; and at round 1,000-1,500 two of the four seeds had not learnt yet (LMC-TS 74, 276, 292, 127
-against LinTS 225-262 over those 500 rounds). What this horizon can test is that the networks learn: the
-regret of rounds 2,001-3,000. The cumulative regrets at T = 10,000 (where both are far below LinTS) are in
-benchmarks/results/quadratic_paper.md.
+Why a count of seeds and not a mean, and why these margins. Whether one seed gets stuck is a chaotic function
+of float rounding: the same code with the compiled kernels on or off (or another BLAS, or another CPU) plays
+different arms after a few hundred rounds. So no test may pin one seed's outcome; what is reproducible is the
+rate. Before the preconditioned chain (``agents/lmcts.py``) neural LMC-TS left 1-3 of seeds 0-9 stuck past
+round 2,000 depending on the kernel switch, and the old test of a 4-seed mean passed or failed with it. Now
+(measured, seeds 0-9, regret of rounds 2,001-3,000 per seed):
+
+- LMC-TS, kernels on [96, 74, 58, 101, 78, 90, 51, 79, 72, 85], off [99, 81, 59, 93, 72, 88, 59, 118, 78, 74]
+  (0.05-0.12 per round: the threshold is 2.5x the worst seed; a stuck seed is 1.5x above it);
+- NeuralTS, on [143, 193, 169, 140, 132, 230, 175, 115, 144, 143], off [133, 173, 184, 142, 128, 238, 167,
+  126, 138, 149] (worst seed 0.24 per round, 0.06 below the threshold);
+- on seeds 10-39 (the slow test below, and ``benchmarks/results/quadratic_paper.md``) no seed of either agent
+  was stuck at round 2,000 or 3,000, kernels on or off; so the per-seed rate is below ~5%, and the test's
+  "at least 9 of 10" (the deliverable of issue 20) fails by chance with probability below ~9% at that bound
+  and about 1.6% at a 2% rate; a stuck rate of the old chain's 20% fails it 62% of the time.
+
+The default run costs about 75 s on a quiet 2-core CPU (one kernel setting: the ``kernels`` fixture is
+overridden; CI runs the ``learning`` marker once more with ``BANDIT_GYM_KERNELS=0``).
 """
 
 from __future__ import annotations
@@ -29,40 +38,56 @@ import bandit_gym  # noqa: F401  (registers the envs)
 from agents import LMCTS, LinTS
 from agents.neural import NeuralTS
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
+pytestmark = [pytest.mark.usefixtures("one_torch_thread"), pytest.mark.learning]  # tests/conftest.py
 
-HORIZON, SEEDS, LATE = 3000, 4, 2000
-#: The benchmark's settings besides the agents' defaults (the grid ran with leaky_relu).
-SETTINGS = {"batch_size": 32, "model_kwargs": {"activation": "leaky_relu"}}
+HORIZON, WINDOW = 3000, (2000, 3000)  # regret of rounds 2,001-3,000
+#: Regret per round under which a seed has learnt: between a learnt seed (at most 0.24 measured) and the
+#: one-sign level of a linear model or a stuck network (0.45-0.5).
+LEARNT = 0.3
 
 
 @pytest.fixture(autouse=True)
 def kernels():
-    """One run with the default (kernels on), not one per kernel setting: the regrets are cached across tests."""
+    """One run with the environment's kernel setting, not one per setting (the regrets are cached across tests);
+    CI reruns the ``learning`` marker with ``BANDIT_GYM_KERNELS=0``."""
 
 
 @functools.cache
-def late_regret(name: str) -> np.ndarray:
-    """Regret of rounds LATE+1..HORIZON per seed, ``(SEEDS,)``."""
-    env = gym.make_vec("QuadraticBandit-v0", num_envs=SEEDS, vectorization_mode="vector_entry_point",
+def window_regret(name: str, first_seed: int, n_seeds: int) -> np.ndarray:
+    """Regret per round over ``WINDOW`` for seeds ``first_seed, ...``, ``(n_seeds,)``; every agent at its defaults."""
+    env = gym.make_vec("QuadraticBandit-v0", num_envs=n_seeds, vectorization_mode="vector_entry_point",
                        device="cpu", horizon=HORIZON)
     if name == "LinTS":
-        agent = LinTS(env, seed=0, device="cpu")
+        agent = LinTS(env, seed=first_seed, device="cpu")
     elif name == "LMCTS":
-        agent = LMCTS(env, model="mlp", n_inner_steps=10, seed=0, device="cpu", **SETTINGS)
+        agent = LMCTS(env, model="mlp", seed=first_seed, device="cpu")
     else:
-        agent = NeuralTS(env, n_grad_steps=10, seed=0, device="cpu", **SETTINGS)
+        agent = NeuralTS(env, seed=first_seed, device="cpu")
     agent.learn(env)
-    return agent.history["regret"][LATE:].sum(axis=0).astype(np.float64)
+    start, end = WINDOW
+    return agent.history["regret"][start:end].mean(axis=0)
+
+
+def test_a_linear_model_stays_at_the_one_sign_level():
+    """The premise of ``LEARNT``: LinTS (which can only exploit one sign of x . theta*) stays above 0.4 regret per
+    round on every seed (measured 0.45-0.5), so a seed under 0.3 has learnt the quadratic."""
+    linear = window_regret("LinTS", 0, 10)
+    assert (linear > 0.4).all(), linear
 
 
 @pytest.mark.parametrize("name", ["LMCTS", "NeuralTS"])
-def test_neural_agent_beats_lints_on_the_quadratic_bandit(name):
-    """Tolerance from the seed spread: the neural agent's mean late regret must lie below LinTS's by more than
-    3 standard errors of the difference of the two means (s.e. from the 4 seeds of each; fixed seeds, so the
-    test is deterministic up to floating point). Measured over rounds 2,001-3,000: LinTS 455 +- 7, LMC-TS
-    128 +- 20, NeuralTS 166 +- 13, gaps of 15 and 20 s.e. A network that did not learn, or did not explore
-    (the greedy-like chain of beta = 1000, lambda = 1e-3: ~0.45 per round, 450 here) fails."""
-    neural, linear = late_regret(name), late_regret("LinTS")
-    se = np.sqrt(neural.var(ddof=1) / SEEDS + linear.var(ddof=1) / SEEDS)
-    assert neural.mean() < linear.mean() - 3 * se, (name, neural, linear)
+def test_neural_agent_learns_on_at_least_9_of_10_seeds(name):
+    """Seeds 0-9 at the defaults: at least 9 under ``LEARNT`` regret per round in rounds 2,001-3,000 (margins and
+    the chance of a false alarm: the module docstring)."""
+    regret = window_regret(name, 0, 10)
+    assert (regret < LEARNT).sum() >= 9, (name, regret.round(3))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["LMCTS"])
+def test_neural_agent_learns_on_at_least_18_of_20_further_seeds(name):
+    """Seeds 10-29, the same verdict: at least 18 of 20 learnt (measured: all of them, kernels on and off). A
+    per-seed stuck rate of 2% fails it with probability 0.7%; the old chain's ~20% fails it 79% of the time.
+    About 150 s."""
+    regret = window_regret(name, 10, 20)
+    assert (regret < LEARNT).sum() >= 18, (name, regret.round(3))
