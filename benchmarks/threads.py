@@ -9,6 +9,12 @@ and the ratios: policy / torch (the policy's gain) and idle / busy (what a busy 
 
     python benchmarks/threads.py                         # 300 rounds, 2 repeats, both envs
     python benchmarks/threads.py --envs LinearBandit-v0 --rounds 100 --repeats 1
+    python benchmarks/threads.py --detours      # the kernels that dodge the pool, under the policy
+    python benchmarks/threads.py --step         # a user's own env.step loop: threads and the policy's cost
+
+``--detours`` times, per call, the ``agents/_kernels.py`` kernels whose gain was (mostly) not waiting
+for torch's thread pool against their torch functions (``BANDIT_GYM_KERNELS=0``), both on one thread
+(the policy), idle and with a core busy: whether each still earns the 1.5x it must earn.
 
 Shuttle-v0 reads a copy of the OpenML cache (``--cache-dir``, default ``$BANDIT_GYM_TEST_OPENML_CACHE``
 or ``../shared/datasets/openml_cache`` beside the clone; the source is only read: it is copied to a
@@ -96,6 +102,100 @@ def copied_cache(source: Path) -> Path:
     return target
 
 
+def detours() -> None:
+    """Microseconds per call of each pool-dodging kernel and of its torch function, on one thread."""
+    from agents import linear, mlp, models
+    from bandit_gym.threads import policy
+
+    g = torch.Generator().manual_seed(0)
+
+    def normal(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=g)
+
+    cases = []
+    for R, K, d in ((10, 50, 20), (160, 50, 20)):
+        x, theta, v, row, r = normal(R, K, d), normal(R, d), torch.eye(d).expand(R, d, d).contiguous(), \
+            normal(R, d), normal(R)
+        cases += [(f"linear_scores ({R}, {K}, {d})", lambda x=x, theta=theta: models.linear_scores(x, theta)),
+                  (f"add_observation ({R}, {d}, {d})", lambda v=v, row=row, r=r:
+                   models.add_observation(v, row, row, r)),
+                  (f"ucb_scores ({R}, {K}, {d})", lambda x=x, theta=theta, v=v, nu=torch.ones(R):
+                   linear.ucb_scores(x, theta, v, nu))]
+    a, b = normal(10, 32, 20), normal(10, 20, 20)
+    cases.append(("batched_matmul (10, 32, 20) @ (10, 20, 20)", lambda: mlp.batched_matmul(a, b)))
+    pairs = [(normal(10, 50, 20), normal(10, 50, 20)), (normal(10, 50, 20), normal(10, 50, 20)),
+             (normal(10, 50, 1), normal(10, 50, 20))]
+    cases.append(("outer_rows (10, 50), a 20-20-20 MLP", lambda: mlp.outer_rows(pairs)))
+
+    def per_call(function, calls: int = 300) -> float:
+        function()
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            for _ in range(calls):
+                function()
+            best = min(best, (time.perf_counter() - start) / calls)
+        return best * 1e6
+
+    times = {}
+    for busy in (False, True):
+        spinner = busy_core() if busy else None
+        try:
+            with policy(1):
+                for name, function in cases:
+                    for kernels in ("0", "1"):
+                        os.environ["BANDIT_GYM_KERNELS"] = kernels
+                        times[busy, name, kernels] = per_call(function)
+        finally:
+            os.environ.pop("BANDIT_GYM_KERNELS", None)
+            if spinner is not None:
+                spinner.kill()
+                spinner.wait()
+    print(f"{cpu_model()}, {os.cpu_count()} CPUs, torch {torch.__version__}, one intra-op thread (the policy), "
+          f"load average {os.getloadavg()[0]:.1f}; us per call, fastest of 3 x 300; gain = torch / kernel")
+    print("| kernel (shape) | idle, torch | idle, kernel | idle gain | busy, torch | busy, kernel | busy gain |")
+    print("|---|---|---|---|---|---|---|")
+    for name, _ in cases:
+        row = [times[busy, name, k] for busy in (False, True) for k in ("0", "1")]
+        print(f"| {name} | {row[0]:.1f} | {row[1]:.1f} | {row[0] / row[1]:.2f}x | {row[2]:.1f} | {row[3]:.1f} | "
+              f"{row[2] / row[3]:.2f}x |", flush=True)
+
+
+def step_cost() -> None:
+    """A user's own ``gym.make("LinearBandit-v0")`` step loop: torch's threads against the policy, and the
+    policy's bookkeeping (the decorated step against its undecorated body, both on one thread)."""
+    from bandit_gym._base import BanditEnv
+
+    env = gym.make("LinearBandit-v0", horizon=10**6).unwrapped
+    env.reset(seed=0)
+    body = BanditEnv.step.__wrapped__
+
+    def per_step(step, steps: int = 4000) -> float:
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            for i in range(steps):
+                step(i % env.n_arms)
+            best = min(best, (time.perf_counter() - start) / steps)
+        return best * 1e6
+
+    user = torch.get_num_threads()
+    set_mode("torch")
+    with_torch = per_step(env.step)
+    set_mode("policy")
+    with_policy = per_step(env.step)
+    torch.set_num_threads(1)  # the policy then changes nothing: what is left is its bookkeeping
+    try:
+        decorated, undecorated = per_step(env.step), per_step(lambda action: body(env, action))
+    finally:
+        torch.set_num_threads(user)
+    print(f"{cpu_model()}, {os.cpu_count()} CPUs, torch {torch.__version__}, load average {os.getloadavg()[0]:.1f}; "
+          "us per LinearBandit-v0 step, fastest of 5 x 4,000")
+    print(f"torch's {user} threads: {with_torch:.1f} us; the policy: {with_policy:.1f} us "
+          f"({with_torch / with_policy:.2f}x faster); on one thread, the decorated step {decorated:.1f} us against "
+          f"its undecorated body {undecorated:.1f} us ({decorated - undecorated:+.1f} us)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=300)
@@ -106,7 +206,16 @@ def main() -> None:
     parser.add_argument("--replicas", nargs="+", type=int, default=[1, 10])
     parser.add_argument("--cache-dir", type=Path,
                         default=Path(os.environ.get("BANDIT_GYM_TEST_OPENML_CACHE", DEFAULT_CACHE)))
+    parser.add_argument("--detours", action="store_true", help="time the pool-dodging kernels instead")
+    parser.add_argument("--step", action="store_true", help="time a user's own env.step loop instead")
     args = parser.parse_args()
+    if args.detours or args.step:
+        if args.detours:
+            detours()
+        else:
+            step_cost()
+        os.environ.pop(ENV_VAR, None)
+        return
     cache = copied_cache(args.cache_dir) if "Shuttle-v0" in args.envs else None
     user_threads = torch.get_num_threads()
     print(f"{cpu_model()}, {os.cpu_count()} CPUs, torch {torch.__version__} (default {user_threads} intra-op "
