@@ -2,7 +2,8 @@
 
 A checkpoint holds what the rounds played so far made, never the env: the agent's state (its
 ``_state()`` tensors, the ones ``save`` writes, and its round ``t``), the arms played and the regret
-of every round so far ``(k, R)``, and the time spent in arm selection and updates. The env is a pure
+of every round so far ``(k, R)``, and the time spent: in all, in arm selection and in updates (a continued
+cell's times include the runs before it). The env is a pure
 function of its seeds and the arms played, so on resume it is reset with the agent's seeds and the
 ``k`` recorded rounds are stepped again (about 40 us a round); the regret it gives back must equal
 the recorded one, else the checkpoint is not used. The rounds after ``k`` are then those of a run
@@ -44,6 +45,7 @@ class Progress:
     regret: list[Any] = field(default_factory=list)  # numpy (R,) or torch (R,) rows, as the env gives them
     select_s: float = 0.0
     update_s: float = 0.0
+    earlier_s: float = 0.0  # wall time of the runs that played these rounds before (up to their checkpoint)
 
     @property
     def rounds(self) -> int:
@@ -56,7 +58,7 @@ class Checkpoint:
     def __init__(self, path: Path, key: dict[str, Any], every_s: float = EVERY_S) -> None:
         self.path, self.every_s = Path(path), every_s
         self.key = json.loads(json.dumps(key))  # as it reads back (tuples as lists)
-        self._last = time.monotonic()
+        self._last = self._created = time.monotonic()
         self.note: str | None = None  # what load() did, for the log
 
     def due(self) -> bool:
@@ -69,7 +71,8 @@ class Checkpoint:
                    "state": {name: value.detach().cpu() for name, value in agent._state().items()},
                    "actions": torch.from_numpy(np.stack(progress.actions).astype(np.int64)),  # (k, R)
                    "regret": torch.from_numpy(np.stack(rows).astype(np.float64)),  # (k, R)
-                   "select_s": progress.select_s, "update_s": progress.update_s}
+                   "select_s": progress.select_s, "update_s": progress.update_s,
+                   "wall_s": progress.earlier_s + time.monotonic() - self._created}
         buffer = io.BytesIO()
         torch.save(payload, buffer)
         write_atomic(self.path, buffer.getvalue())
@@ -97,7 +100,7 @@ class Checkpoint:
         agent._load_state({name: value.to(agent.device) for name, value in payload["state"].items()})
         agent.t = payload["t"]
         self.note = f"continues from its checkpoint {self.path.name} at round {payload['rounds'] + 1}"
-        progress = Progress(list(actions), list(regret), payload["select_s"], payload["update_s"])
+        progress = Progress(list(actions), list(regret), payload["select_s"], payload["update_s"], payload["wall_s"])
         return progress, obs
 
     def remove(self) -> None:

@@ -105,6 +105,7 @@ class _Played:
     select_s: float = 0.0
     update_s: float = 0.0
     notes: tuple[str, ...] = ()  # what a checkpoint did (continued from round k, or not used and why)
+    earlier_s: float = 0.0  # wall time spent on these rounds by interrupted runs before this one
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ def run_cell(config: ExperimentConfig, label: str, device: str = "cpu", progress
     except Exception as exc:  # noqa: BLE001  (a cell that cannot run must not stop the others)
         return failed_cell(config, label, device, f"{type(exc).__name__}: {exc}", traceback.format_exc(), started,
                            time.perf_counter() - start)
-    wall_time = time.perf_counter() - start
+    wall_time = time.perf_counter() - start + played.earlier_s
     stats = final_regret_stats(played.regret, config.seeds)
     finite = [p for p, s in enumerate(stats) if s["mean"] is not None]
     chosen = min(finite, key=lambda p: stats[p]["mean"]) if finite else None
@@ -178,13 +179,16 @@ def _play_containing_divergence(config: ExperimentConfig, spec: AgentSpec, devic
             return _Played(regret, [{**spec.fixed, **points[0]}]), [True], [str(exc)]
     # the batch diverged: find the points that diverge on their own (the failed batch's time is in the wall time)
     blocks, hyperparameters, diverged, errors = [], [], [], []
-    select_s = update_s = 0.0
+    select_s = update_s = earlier_s = 0.0
+    notes: tuple[str, ...] = ()
     for p, point in enumerate(points):
         try:
             alone = _play(config, spec, [point], device, progress, checkpoints, f"point{p}")
             blocks.append(alone.regret)
             hyperparameters.extend(alone.hyperparameters)
             select_s, update_s = select_s + alone.select_s, update_s + alone.update_s
+            earlier_s += alone.earlier_s
+            notes += alone.notes
             diverged.append(False)
             errors.append(None)
         except DivergenceError as exc:
@@ -192,7 +196,8 @@ def _play_containing_divergence(config: ExperimentConfig, spec: AgentSpec, devic
             hyperparameters.append({**spec.fixed, **point})
             diverged.append(True)
             errors.append(str(exc))
-    return _Played(np.concatenate(blocks, axis=1), hyperparameters, select_s, update_s), diverged, errors
+    played = _Played(np.concatenate(blocks, axis=1), hyperparameters, select_s, update_s, notes, earlier_s)
+    return played, diverged, errors
 
 
 def _play(config: ExperimentConfig, spec: AgentSpec, points: list[dict[str, Any]], device: str,
@@ -279,7 +284,8 @@ def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | N
     regret = _as_numpy(torch.stack(done.regret) if isinstance(done.regret[0], torch.Tensor)
                        else np.stack(done.regret))  # (T, R)
     notes = (checkpoint.note,) if checkpoint is not None and checkpoint.note else ()
-    return _Played(regret.astype(np.float64).reshape(total, -1), [], done.select_s, done.update_s, notes)
+    return _Played(regret.astype(np.float64).reshape(total, -1), [], done.select_s, done.update_s, notes,
+                   done.earlier_s)
 
 
 class _DeferredInterrupt:

@@ -78,6 +78,10 @@ def test_an_interrupted_cell_continues_with_the_numbers_of_an_uninterrupted_one(
     assert resumed.record["notes"] == [f"continues from its checkpoint batch.pt at round {STOP_AT}"]
     np.testing.assert_array_equal(resumed.regret, uninterrupted.regret)
     assert resumed.record["final_regret"] == uninterrupted.record["final_regret"]
+    # the times count the interrupted run's rounds too: selection and updates stay parts of the wall time
+    assert saved["wall_s"] > saved["select_s"] + saved["update_s"]
+    times = resumed.record
+    assert times["wall_time_s"] > times["select_time_s"] + times["update_time_s"] > saved["select_s"]
 
 
 def test_ctrl_c_during_an_update_ends_the_round_then_checkpoints(config, tmp_path, monkeypatch):
