@@ -58,6 +58,7 @@ class Stream(enum.IntEnum):
     EXPLORE = 18  #: epsilon-greedy coins and random arms
     MINIBATCH = 19  #: mini-batch indices of stochastic-gradient steps
     INIT = 20  #: initial parameters of a model
+    ACCEPT = 21  #: Metropolis accept/reject coins of the MCMC samplers
 
 
 def _shift_right(x: torch.Tensor, k: int) -> torch.Tensor:

@@ -1,0 +1,542 @@
+"""Posterior samplers after LMC-TS, on the same model seam and with the same verbs (issue 22).
+
+Each agent plays ``argmax_x f(x; theta_t)`` for a sample ``theta_t`` of (an approximation of) the tempered
+posterior ``exp(-beta L_t)`` of :class:`agents.lmcts.LMCTS`; they differ in how the sample is drawn:
+
+* :class:`FGLMCTS`: LMC-TS on the loss plus the feel-good term ``-lambda_fg sum_s min(b, max_x f(x_s; theta))``
+  (Zhang 2022; with Langevin steps as in Anand and Liaw 2025).
+* :class:`MALATS`: each Langevin step is a proposal, accepted or rejected by a Metropolis test per replica, so
+  the chain targets ``exp(-beta L_t)`` exactly (no step-size bias).
+* :class:`HMCTS`: Hamiltonian Monte Carlo: ``n_leapfrog`` leapfrog steps per proposal and a Metropolis test.
+* :class:`ULMCTS`: underdamped (kinetic) Langevin Monte Carlo with a velocity (Zheng et al. 2024).
+* :class:`EnsembleSampling`: ``M`` perturbed models per replica, one drawn uniformly each round (Lu and Van Roy
+  2017); all ``R M`` members are one batch of the model.
+
+The first four subclass :class:`agents.lmcts.LMCTS`: its models (``"linear"``, ``"glm"``, ``"mlp"``, an
+:class:`agents.mlp.MLP` or your own ``nn.Module``), its hyperparameters and defaults (``step_size``,
+``inverse_temperature``, ``lambda_reg``, ``n_inner_steps``, ``step_schedule``, ...), its round structure and its
+random draws: step ``k`` of round ``t`` uses the Langevin noise LMC-TS would use. The one Langevin step is
+:func:`agents.lmcts.langevin_steps`: MALA's proposal is one such step, and so is HMC's leapfrog step (a leapfrog
+step from ``(theta, p)`` moves ``theta`` exactly as a Langevin step whose noise is the momentum ``p``, with
+``eta = eps^2 beta / 2``: see :class:`HMCTS`). Only the underdamped chain, a different dynamics, has its own step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from agents.base import BanditAgent, chosen_rows
+from agents.history import History
+from agents.lmcts import LINEAR_DEFAULTS, NEURAL_DEFAULTS, LMCTS, langevin_steps
+from agents.mlp import build_model, is_neural
+from agents.models import LinearModel, LogisticModel, RewardModel
+from agents.validation import check_float, check_int
+from bandit_gym import rng
+from bandit_gym.rng import Stream
+
+__all__ = ["FGLMCTS", "MALATS", "HMCTS", "ULMCTS", "EnsembleSampling"]
+
+
+class _KnownGradient:
+    """The model as :func:`langevin_steps` sees it for one step from ``params``, whose gradient is already known
+    (the Metropolis samplers computed it at the previous proposal: no second evaluation)."""
+
+    def __init__(self, params: torch.Tensor, gradient: torch.Tensor) -> None:
+        self.params, self.value = params, gradient
+
+    def gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        if params is not self.params or batch is not None:
+            raise RuntimeError("_KnownGradient answers only for the full-batch gradient at the point it was given")
+        return self.value
+
+
+class _ChainAgent(LMCTS):
+    """LMC-TS with another chain: a subclass overrides :meth:`_chain` (round ``t``'s sample from ``theta``).
+
+    ``LMCTS.__init__`` draws round 1's sample before a subclass has read its own keywords, so that draw is
+    deferred here until :meth:`_ready` has run.
+    """
+
+    def __init__(self, env: Any = None, **kwargs: Any) -> None:
+        self._configured = False
+        super().__init__(env, **kwargs)
+
+    def _ready(self) -> None:
+        """Call at the end of a subclass's ``__init__``: draws round 1's sample (non-neural models)."""
+        self._configured = True
+        if not self._neural:
+            self.theta = self._sample(1, self.theta)
+
+    def _sample(self, t: int, theta: torch.Tensor) -> torch.Tensor:
+        if not self._configured:
+            return theta
+        return self._check_sample(t, self.current_step_size(t), self._chain(t, theta))
+
+    def _chain(self, t: int, theta: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _noise(self, t: int, shape: tuple[int, ...]) -> Any:
+        """Round ``t``'s standard normals as a function ``k -> (R, *shape)``: LMC-TS's draws (stream ``SAMPLE``,
+        counter ``t`` for the whole round, or ``(t - 1) K + k`` per step for neural models)."""
+        K = self.n_inner_steps
+        if self._neural:
+            def noise(k: int) -> torch.Tensor:
+                return self._draws("normal", Stream.SAMPLE, shape, (t - 1) * K + k).to(self.device)
+            return noise
+        draws = self._draws("normal", Stream.SAMPLE, (K, *shape), t).to(self.device)  # (R, K, *shape)
+        return lambda k: draws[:, k]
+
+    def _preconditioner(self, theta: torch.Tensor) -> torch.Tensor | None:
+        """The diagonal preconditioner ``M`` ``(R, p)`` of the round (fixed during it), or None."""
+        if getattr(self, "preconditioner", "none") != "diagonal":
+            return None
+        return 1.0 / self._round_curvature(theta, None)
+
+
+class _MetropolisAgent(_ChainAgent):
+    """A chain with a Metropolis test: full-batch loss, acceptance counted per replica."""
+
+    def __init__(self, env: Any = None, *, batch_size: int | None = None, **kwargs: Any) -> None:
+        if batch_size is not None:
+            raise ValueError(f"batch_size must be None for {type(self).__name__}, got {batch_size!r}: the Metropolis "
+                             "test needs the full-batch loss (mini-batch estimates would bias it)")
+        super().__init__(env, batch_size=None, **kwargs)
+        self.accepted = torch.zeros(self.num_replicas, device=self.device)  # (R,) accepted proposals so far
+        self.proposed = torch.zeros(self.num_replicas, device=self.device)  # (R,) proposals so far
+
+    @property
+    def acceptance_rate(self) -> torch.Tensor:
+        """Accepted proposals over proposals so far, per replica ``(R,)`` (NaN before the first chain)."""
+        return self.accepted / self.proposed
+
+    def _coins(self, t: int) -> torch.Tensor:
+        """Round ``t``'s uniforms in ``[0, 1)`` of stream ``ACCEPT``, ``(R, K, 2)``: per step, the accept/reject coin
+        and (HMC) the step-size jitter."""
+        return self._draws("uniform", Stream.ACCEPT, (self.n_inner_steps, 2), t).to(self.device)
+
+    def _count(self, accept: torch.Tensor) -> None:
+        self.accepted = self.accepted + accept
+        self.proposed = self.proposed + 1
+
+    def _state(self) -> dict[str, torch.Tensor]:
+        return {**super()._state(), "accepted": self.accepted, "proposed": self.proposed}
+
+    def _load_state(self, state: dict[str, torch.Tensor]) -> None:
+        super()._load_state(state)
+        self.accepted, self.proposed = state["accepted"], state["proposed"]
+
+
+class MALATS(_MetropolisAgent):
+    """Thompson sampling with Metropolis-adjusted Langevin steps (MALA), batched over replicas.
+
+    Each of the round's ``K`` steps proposes LMC-TS's step ``theta' = theta - eta M grad L + sqrt(2 eta M / beta)
+    eps`` (:func:`agents.lmcts.langevin_steps`, the same ``eps``) and accepts it, per replica, with probability
+    ``min(1, exp(-beta L(theta') - |theta - theta' + eta M grad L(theta')|^2_{M^-1} beta / (4 eta))
+    / exp(-beta L(theta) - |eps|^2 / 2))``; on rejection the chain stays. The chain then leaves
+    ``exp(-beta L_t)`` invariant exactly, whatever the step size: the step size trades acceptance against move
+    length. Costs one gradient and one loss per step (LMC-TS: one gradient).
+
+    Args:
+        batch_size: Must be None: the Metropolis test needs the full-batch loss.
+        Others: as :class:`agents.lmcts.LMCTS` (``model``, ``step_size``, ``inverse_temperature``,
+            ``n_inner_steps``, ``lambda_reg``, ``step_schedule``, ``preconditioner``, ...).
+
+    Attributes:
+        acceptance_rate: Accepted over proposed steps so far, per replica ``(R,)``.
+
+    References:
+        Roberts and Tweedie (1996), "Exponential convergence of Langevin distributions and their discrete
+        approximations", Bernoulli. Xu et al. (2022), "Langevin Monte Carlo for Contextual Bandits", ICML.
+    """
+
+    def __init__(self, env: Any = None, **kwargs: Any) -> None:
+        super().__init__(env, **kwargs)
+        self._ready()
+
+    def _chain(self, t: int, theta: torch.Tensor) -> torch.Tensor:
+        eta, beta = self.current_step_size(t), self.inverse_temperature  # (R,)
+        M = self._preconditioner(theta)
+        eta_m = eta[:, None] if M is None else eta[:, None] * M  # (R, 1) or (R, p)
+        noise, coins = self._noise(t, (self.model.n_params,)), self._coins(t)
+        loss, grad = self.model.loss(theta), self.model.gradient(theta)  # (R,), (R, p)
+        for k in range(self.n_inner_steps):
+            eps = noise(k)  # (R, p)
+            proposal = langevin_steps(_KnownGradient(theta, grad), theta, eta, beta, eps[:, None], preconditioner=M)
+            new_loss, new_grad = self.model.loss(proposal), self.model.gradient(proposal)
+            back = theta - proposal + eta_m * new_grad  # the reverse step's drift residual (R, p)
+            log_ratio = (beta * (loss - new_loss) - beta * (back**2 / eta_m).sum(dim=1) / 4
+                         + (eps**2).sum(dim=1) / 2)  # (R,); NaN (a diverged proposal) is rejected
+            accept = torch.log(coins[:, k, 0]) < log_ratio  # (R,)
+            theta = torch.where(accept[:, None], proposal, theta)
+            loss, grad = torch.where(accept, new_loss, loss), torch.where(accept[:, None], new_grad, grad)
+            self._count(accept)
+        return theta
+
+
+class HMCTS(_MetropolisAgent):
+    """Thompson sampling with Hamiltonian Monte Carlo, batched over replicas.
+
+    Each of the round's ``K`` proposals draws a momentum ``p ~ N(0, I)`` (LMC-TS's noise of that step), runs
+    ``n_leapfrog`` leapfrog steps of the Hamiltonian ``H = beta L(theta) + |p|^2 / 2`` with the step
+    ``eps = sqrt(2 eta M / beta)`` per coordinate, and accepts the end point with probability
+    ``min(1, exp(H(theta, p) - H(theta', p')))``. In these units a leapfrog step moves ``theta`` exactly as a
+    Langevin step of size ``eta`` whose noise is the momentum (:func:`agents.lmcts.langevin_steps`), then
+    updates ``p <- p - sqrt(beta eta M / 2) (grad L(theta) + grad L(theta'))``; so ``step_size`` means what it
+    means for LMC-TS, and ``n_leapfrog=1, step_jitter=0`` is :class:`MALATS`. Each proposal's ``eps`` is
+    multiplied by a uniform factor in ``[1 - step_jitter, 1 + step_jitter]`` (Neal 2011, section 5.4.2.2): with a
+    fixed ``eps`` a trajectory can be a half turn of some direction of a Gaussian posterior, which HMC then never
+    mixes (measured: with ``L = 3`` and ``eta = 0.1`` on the tests' posterior, a variance 2x too large). The
+    chain leaves ``exp(-beta L_t)`` invariant exactly. Costs ``n_leapfrog`` gradients and one loss per proposal.
+
+    Args:
+        n_leapfrog: Leapfrog steps per proposal ``L`` (>= 1; one value for all replicas).
+        step_jitter: ``j`` in ``[0, 1)``, a number or one per replica (default 0.2).
+        batch_size: Must be None: the Metropolis test needs the full-batch loss.
+        Others: as :class:`agents.lmcts.LMCTS`; ``n_inner_steps`` counts proposals.
+
+    Attributes:
+        acceptance_rate: Accepted over proposed trajectories so far, per replica ``(R,)``.
+
+    References:
+        Neal (2011), "MCMC using Hamiltonian dynamics", Handbook of Markov Chain Monte Carlo.
+        Duane, Kennedy, Pendleton and Roweth (1987), "Hybrid Monte Carlo", Physics Letters B.
+    """
+
+    def __init__(self, env: Any = None, *, n_leapfrog: int = 5, step_jitter: Any = 0.2, **kwargs: Any) -> None:
+        super().__init__(env, **kwargs)
+        self.n_leapfrog = check_int("n_leapfrog", n_leapfrog)
+        self._hyperparameters["n_leapfrog"] = self.n_leapfrog
+        self.step_jitter = self._hyperparameter("step_jitter", step_jitter, minimum=0)
+        if bool((self.step_jitter >= 1).any()):
+            raise ValueError(f"step_jitter must be in [0, 1), got {self._hyperparameters['step_jitter']!r}")
+        self._ready()
+
+    def _chain(self, t: int, theta: torch.Tensor) -> torch.Tensor:
+        beta = self.inverse_temperature  # (R,)
+        M = self._preconditioner(theta)
+        noise, coins = self._noise(t, (self.model.n_params,)), self._coins(t)
+        jitter = (1 + self.step_jitter[:, None] * (2 * coins[:, :, 1] - 1)) ** 2  # (R, K): eps times 1 +- jitter
+        loss, grad = self.model.loss(theta), self.model.gradient(theta)  # (R,), (R, p)
+        for k in range(self.n_inner_steps):
+            eta = self.current_step_size(t) * jitter[:, k]  # (R,)
+            eta_m = eta[:, None] if M is None else eta[:, None] * M  # (R, 1) or (R, p)
+            kick = torch.sqrt(beta[:, None] * eta_m / 2)  # eps beta / 2, the half-step's momentum factor
+            momentum = noise(k)  # (R, p)
+            x, g, p = theta, grad, momentum
+            for _ in range(self.n_leapfrog):
+                x_new = langevin_steps(_KnownGradient(x, g), x, eta, beta, p[:, None], preconditioner=M)
+                g_new = self.model.gradient(x_new)
+                p = p - kick * (g + g_new)
+                x, g = x_new, g_new
+            new_loss = self.model.loss(x)
+            log_ratio = beta * (loss - new_loss) + ((momentum**2).sum(dim=1) - (p**2).sum(dim=1)) / 2  # (R,)
+            accept = torch.log(coins[:, k, 0]) < log_ratio  # NaN (a diverged trajectory) is rejected
+            theta = torch.where(accept[:, None], x, theta)
+            loss, grad = torch.where(accept, new_loss, loss), torch.where(accept[:, None], g, grad)
+            self._count(accept)
+        return theta
+
+
+class ULMCTS(_ChainAgent):
+    """Thompson sampling with underdamped (kinetic) Langevin Monte Carlo, batched over replicas.
+
+    The chain carries a velocity ``v`` (kept, like ``theta``, from round to round) and follows
+    ``d theta = v dt``, ``dv = -gamma v dt - grad L(theta) dt + sqrt(2 gamma / beta) dB``, whose stationary law
+    is ``exp(-beta L(theta)) N(v; 0, I / beta)``. Each of the round's ``K`` steps integrates it exactly over a
+    time ``h`` with the gradient held at the step's start (Cheng et al. 2018, the scheme of Zheng et al. 2024):
+    with ``a = 1 - exp(-gamma h)``::
+
+        theta <- theta + (a / gamma) v - ((h - a / gamma) / gamma) g + xi_theta
+        v     <- (1 - a) v - (a / gamma) g + xi_v
+
+    where ``(xi_theta, xi_v)`` is Gaussian per coordinate with the variances and covariance of that integral
+    (two normals per coordinate and step, from LMC-TS's ``SAMPLE`` stream). The step is ``h = sqrt(eta_t)``, so
+    that ``step_size`` has LMC-TS's scale (``eta`` times the curvature is the stability number of both
+    chains) and its schedules. Step-size bias remains (it shrinks with ``h``); mini-batch gradients are allowed.
+
+    Args:
+        friction: ``gamma h > 0``, the friction per step, a number or one per replica (default 1): a step damps
+            the velocity by ``exp(-friction)`` whatever the schedule (``gamma = friction / h``, so that the
+            friction follows the curvature, which ``eta_t`` tracks).
+        preconditioner: ``"none"`` only.
+        Others: as :class:`agents.lmcts.LMCTS`.
+
+    References:
+        Zheng, Xu, Zou, Gu and Zhang (2024), "Accelerating approximate Thompson sampling with underdamped
+        Langevin Monte Carlo", AISTATS. Cheng, Chatterji, Bartlett and Jordan (2018), "Underdamped Langevin
+        MCMC: a non-asymptotic analysis", COLT.
+    """
+
+    def __init__(self, env: Any = None, *, friction: Any = 1.0, preconditioner: str | None = "none",
+                 **kwargs: Any) -> None:
+        if preconditioner != "none":
+            raise ValueError(f"preconditioner must be 'none' for ULMCTS, got {preconditioner!r}")
+        super().__init__(env, preconditioner=preconditioner, **kwargs)
+        self.friction = self._hyperparameter("friction", friction, minimum=0, strict=True)
+        self.velocity = torch.zeros_like(self.theta)  # (R, p)
+        self._ready()
+
+    def _coefficients(self, t: int) -> tuple[torch.Tensor, ...]:
+        """``a / gamma``, ``(h - a / gamma) / gamma``, ``1 - a`` and the noise factors, ``(R, 1)`` each, computed in
+        float64 (the position's variance is a difference of terms of order ``h`` that cancel to order ``h^3``)."""
+        h = torch.sqrt(self.current_step_size(t).double())
+        gamma, u = self.friction.double() / h, 1.0 / self.inverse_temperature.double()
+        a, a2 = -torch.expm1(-gamma * h), -torch.expm1(-2 * gamma * h)  # 1 - e^{-gamma h}, 1 - e^{-2 gamma h}
+        var_x = u / gamma * (2 * h - 4 * a / gamma + a2 / gamma)
+        var_v, cov = u * a2, u / gamma * a**2
+        sd_x = torch.sqrt(var_x)
+        cross = cov / sd_x  # xi_v = cross z_0 + sd_v z_1
+        sd_v = torch.sqrt((var_v - cross**2).clamp(min=0))
+        return tuple(c.float()[:, None] for c in (a / gamma, (h - a / gamma) / gamma, 1 - a, sd_x, cross, sd_v))
+
+    def _chain(self, t: int, theta: torch.Tensor) -> torch.Tensor:
+        to_theta, drift, keep, sd_x, cross, sd_v = self._coefficients(t)
+        noise, batches = self._noise(t, (2, self.model.n_params)), self._minibatches(t)
+        v = self.velocity
+        for k in range(self.n_inner_steps):
+            z = noise(k)  # (R, 2, p)
+            g = self.model.gradient(theta, None if batches is None else batches[:, k])  # (R, p)
+            theta = theta + to_theta * v - drift * g + sd_x * z[:, 0]
+            v = keep * v - to_theta * g + cross * z[:, 0] + sd_v * z[:, 1]
+        self.velocity = v
+        return theta
+
+    def _state(self) -> dict[str, torch.Tensor]:
+        return {**super()._state(), "velocity": self.velocity}
+
+    def _load_state(self, state: dict[str, torch.Tensor]) -> None:
+        super()._load_state(state)
+        self.velocity = state["velocity"]
+
+
+class _FeelGoodModel:
+    """The reward model with FG-TS's loss: ``L_t(theta) - lambda_fg sum_s min(b, max_x f(x_s; theta))`` over the
+    arm sets ``x_s`` of the rounds played (or a mini-batch of them, times ``n / B``). Everything else is the
+    model's (attributes pass through)."""
+
+    def __init__(self, model: RewardModel, contexts: History, lambda_fg: torch.Tensor, cap: float,
+                 own_batches: bool) -> None:
+        self.model, self.contexts, self.lambda_fg, self.cap = model, contexts, lambda_fg, cap
+        self.own_batches = own_batches  # False: the batches are the feel-good term's alone; the model's loss is full
+
+    def _model_batch(self, batch: torch.Tensor | None) -> torch.Tensor | None:
+        return batch if self.own_batches else None
+
+    def gradient_squares(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        return self.model.gradient_squares(params, self._model_batch(batch))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+    def feel_good(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        """``lambda_fg sum_s min(b, max_x f(x_s; params))`` per replica ``(R,)``."""
+        x = self.contexts["contexts"]  # (R, n, K, d)
+        scale = 1.0
+        if batch is not None:
+            scale = x.shape[1] / batch.shape[1]
+            x = x[torch.arange(x.shape[0], device=x.device)[:, None], batch]  # (R, B, K, d)
+        R, n, K, d = x.shape
+        f = self.model.scores(params, x.reshape(R, n * K, d)).reshape(R, n, K)
+        return self.lambda_fg * scale * f.amax(dim=2).clamp(max=self.cap).sum(dim=1)
+
+    def feel_good_gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        """``grad`` of :meth:`feel_good`, ``(R, p)``: autograd; for scores ``x . theta`` (linear and logistic
+        models) the closed form ``lambda_fg sum_s [max_x x_s . theta < b] x_s*``, ``x_s*`` the best arm of round
+        ``s`` (tested equal; autograd's overhead dominated the chain)."""
+        if not isinstance(self.model, LinearModel | LogisticModel):
+            with torch.enable_grad():
+                p = params.detach().requires_grad_()
+                (gradient,) = torch.autograd.grad(self.feel_good(p, batch).sum(), p)
+            return gradient
+        x = self.contexts["contexts"]  # (R, n, K, d)
+        scale = 1.0
+        if batch is not None:
+            scale = x.shape[1] / batch.shape[1]
+            x = x[torch.arange(x.shape[0], device=x.device)[:, None], batch]  # (R, B, K, d)
+        R, n, K, d = x.shape
+        f = torch.bmm(x.reshape(R, n * K, d), params[:, :, None]).reshape(R, n, K)  # x . theta
+        best, arm = f.max(dim=2)  # (R, n)
+        rows = torch.take_along_dim(x, arm[:, :, None, None], dim=2)[:, :, 0]  # (R, n, d)
+        active = (best < self.cap).to(params.dtype)  # (R, n): the cap's gradient is 0 above it
+        return (self.lambda_fg * scale)[:, None] * (active[:, :, None] * rows).sum(dim=1)
+
+    def loss(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        model_batch = self._model_batch(batch)
+        model_loss = self.model.loss(params) if model_batch is None else self.model.loss(params, model_batch)
+        return model_loss - self.feel_good(params, batch)
+
+    def gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        return self.model.gradient(params, self._model_batch(batch)) - self.feel_good_gradient(params, batch)
+
+
+class FGLMCTS(_ChainAgent):
+    """Feel-Good Thompson sampling with Langevin steps (FG-LMC-TS), batched over replicas.
+
+    LMC-TS (:class:`agents.lmcts.LMCTS`, the same chain, draws and defaults) on the loss
+    ``L_t(theta) - lambda_fg sum_{s < t} min(b, max_x f(x_s; theta))``: the feel-good term favours parameters that
+    predict a high best reward on the arm sets seen so far, an optimism that Zhang (2022) shows removes Thompson
+    sampling's extra sqrt(d) in the frequentist regret. Its gradient comes from autograd of ``model.scores`` over
+    the stored arm sets (mini-batches of them when ``batch_size`` is set): ``O(n K)`` scores per step.
+    ``lambda_fg = 0`` is LMC-TS, draw for draw (bit for bit).
+
+    Args:
+        lambda_fg: ``lambda_fg >= 0``, a number or one per replica (default 0.1).
+        feel_good_cap: ``b``, the cap of the best predicted reward (an upper bound of the rewards; default 1).
+            For ``model="glm"`` ``f`` is the logit.
+        Others: as :class:`agents.lmcts.LMCTS`.
+
+    References:
+        Zhang (2022), "Feel-Good Thompson Sampling for Contextual Bandits and Reinforcement Learning", SIAM
+        Journal on Mathematics of Data Science. Anand and Liaw (2025), arXiv 2507.15290.
+    """
+
+    def __init__(self, env: Any = None, *, lambda_fg: Any = 0.1, feel_good_cap: float = 1.0,
+                 feel_good_batch_size: int | None = 32, **kwargs: Any) -> None:
+        super().__init__(env, **kwargs)
+        self.lambda_fg = self._hyperparameter("lambda_fg", lambda_fg, minimum=0)
+        self.feel_good_cap = check_float("feel_good_cap", feel_good_cap)
+        if feel_good_batch_size is not None:
+            feel_good_batch_size = check_int("feel_good_batch_size", feel_good_batch_size)
+        self.feel_good_batch_size = feel_good_batch_size
+        self._hyperparameters.update(feel_good_cap=self.feel_good_cap, feel_good_batch_size=feel_good_batch_size)
+        self.contexts = History(self.num_replicas, {"contexts": (self.n_arms, self.dim)}, self.device)
+        self._ready()
+
+    def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
+        self.contexts.append(contexts=contexts)
+        super()._observe(contexts, actions, rewards)
+
+    def _chain(self, t: int, theta: torch.Tensor) -> torch.Tensor:
+        if len(self.contexts) == 0 or not bool((self.lambda_fg > 0).any()):
+            return LMCTS._sample(self, t, theta)  # LMC-TS's round, kernels included
+        model = self.model
+        self.model = _FeelGoodModel(model, self.contexts, self.lambda_fg, self.feel_good_cap,
+                                    own_batches=self.batch_size is not None)
+        try:  # LMC-TS's round (draws, mini-batches, preconditioner) on the feel-good loss
+            return LMCTS._sample(self, t, theta)
+        finally:
+            self.model = model
+
+    def _minibatches(self, t: int) -> torch.Tensor | None:
+        """The model's mini-batches (then the feel-good term's too); with a full-batch model, the feel-good term's
+        own: ``feel_good_batch_size`` past rounds per step, uniform with replacement (stream ``MINIBATCH``)."""
+        if self.batch_size is not None or self.feel_good_batch_size is None or len(self.contexts) == 0:
+            return super()._minibatches(t)
+        n_batches = self.n_inner_steps + (getattr(self, "preconditioner", "none") == "diagonal")
+        u = self._draws("uniform", Stream.MINIBATCH, (n_batches, self.feel_good_batch_size), t)  # (R, K (+ 1), B)
+        return self.model.sample_rows(u.to(self.device))
+
+    def _state(self) -> dict[str, torch.Tensor]:
+        return {**super()._state(), **{f"contexts.{k}": v for k, v in self.contexts.state_dict().items()}}
+
+    def _load_state(self, state: dict[str, torch.Tensor]) -> None:
+        super()._load_state(state)
+        self.contexts.load_state_dict({k.removeprefix("contexts."): v for k, v in state.items()
+                                       if k.startswith("contexts.")})
+
+
+class EnsembleSampling(BanditAgent):
+    """Ensemble sampling (Lu and Van Roy 2017): ``M`` perturbed models per replica, one drawn each round.
+
+    Member ``m`` of replica ``r`` minimises ``sum_s loss(f(x_s; theta), r_s + z_{s,m}) + lambda |theta -
+    theta_{0,m}|^2``: every reward it learns from carries its own noise ``z ~ N(0, 1 / (2 beta))`` and it is
+    pulled towards its own prior draw ``theta_{0,m} ~ N(0, I / (2 beta lambda))`` (neural models: towards its own
+    initial weights, a randomised prior). For the linear model each member is then an exact sample of
+    ``N(V^-1 b, (2 beta)^-1 V^-1)``, LMC-TS's target, and is solved exactly; other models take ``n_inner_steps``
+    gradient steps of size ``eta_t`` per round from the last fit. Round ``t`` plays the greedy arm of a member drawn
+    uniformly (stream ``EXPLORE``). The ``R M`` members are one batch of the model (``R M`` model replicas).
+
+    Args:
+        model, model_kwargs, lambda_reg, inverse_temperature, step_size, step_schedule, n_inner_steps: as
+            :class:`agents.lmcts.LMCTS` (the same defaults).
+        n_members: ``M >= 1`` (default 10).
+        seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
+
+    References:
+        Lu and Van Roy (2017), "Ensemble Sampling", NeurIPS. Osband, Aslanides and Cassirer (2018),
+        "Randomized prior functions for deep reinforcement learning", NeurIPS.
+    """
+
+    def __init__(self, env: Any = None, *, model: Any = "linear", n_members: int = 10, inverse_temperature: Any = None,
+                 lambda_reg: Any = None, step_size: Any = None, step_schedule: str | None = None,
+                 n_inner_steps: int | None = None, model_kwargs: dict | None = None,
+                 seed: int | list[int] | None = None, device: str | torch.device = "auto",
+                 n_arms: int | None = None, dim: int | None = None, num_replicas: int | None = None) -> None:
+        super().__init__(env, seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
+        neural = is_neural(model)
+        self.n_members = M = check_int("n_members", n_members)
+        self.lambda_reg = self._hyperparameter(
+            "lambda_reg", (NEURAL_DEFAULTS["lambda_reg"] if neural else 1.0) if lambda_reg is None else lambda_reg,
+            minimum=0, strict=True)
+        members = rng.random_words(self.keys, Stream.INIT, 1 << 32, M).reshape(-1)  # (R M,) one key per member
+        self.model = build_model(model, model_kwargs, self.num_replicas * M, self.dim,
+                                 self.lambda_reg.repeat_interleave(M), self.device, members)
+        defaults = NEURAL_DEFAULTS if neural else {**LINEAR_DEFAULTS, "step_schedule": "inverse_t"}
+        if inverse_temperature is None:
+            inverse_temperature = (NEURAL_DEFAULTS["inverse_temperature"] if neural
+                                   else type(self.model).default_inverse_temperature)
+        if step_size is None:
+            step_size = NEURAL_DEFAULTS["step_size"] if neural else type(self.model).default_step_size
+        self.inverse_temperature = self._hyperparameter("inverse_temperature", inverse_temperature, minimum=0,
+                                                        strict=True)
+        self.step_size = self._hyperparameter("step_size", step_size, minimum=0, strict=True)
+        self.step_schedule = step_schedule or defaults["step_schedule"]
+        if self.step_schedule not in ("inverse_t", "constant"):
+            raise ValueError(f"step_schedule must be 'inverse_t' or 'constant', got {self.step_schedule!r}")
+        self.n_inner_steps = check_int("n_inner_steps", n_inner_steps or defaults["n_inner_steps"])
+        self._hyperparameters.update(model=model, n_members=M, step_schedule=self.step_schedule,
+                                     n_inner_steps=self.n_inner_steps)
+        if model_kwargs is not None:
+            self._hyperparameters["model_kwargs"] = dict(model_kwargs)
+        self._exact = isinstance(self.model, LinearModel)
+        if neural:
+            self.anchor = self.model.initial_params()  # (R M, p)
+        else:
+            prior_sd = 1.0 / torch.sqrt(2 * self.inverse_temperature * self.lambda_reg)  # (R,)
+            z = rng.normal(members.cpu(), Stream.INIT, 0, (self.model.n_params,)).to(self.device)  # (R M, p)
+            self.anchor = z * prior_sd.repeat_interleave(M)[:, None]
+        self.theta = self.anchor.clone()  # (R M, p): round 1 plays a prior draw
+
+    def _per_member(self, values: torch.Tensor) -> torch.Tensor:
+        """``(R,) -> (R M,)``: a replica's value for each of its members."""
+        return values.repeat_interleave(self.n_members)
+
+    def _members(self) -> torch.Tensor:
+        """This round's member per replica ``(R,)``, uniform over ``M`` (stream ``EXPLORE``)."""
+        u = self._draws("uniform", Stream.EXPLORE, ()).to(self.device).double()
+        return (u * self.n_members).long()  # u < 1 on a 2**-24 grid: exact, never M
+
+    def _select(self, contexts: torch.Tensor) -> torch.Tensor:
+        theta = self.theta.reshape(self.num_replicas, self.n_members, -1)  # (R, M, p)
+        members = self._members()
+        chosen = theta.gather(1, members[:, None, None].expand(-1, 1, theta.shape[2]))[:, 0]  # (R, p)
+        return self._argmax(self.model.scores(chosen, contexts))  # (R parameter vectors of the R M-replica model)
+
+    def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
+        M = self.n_members
+        x = chosen_rows(contexts, actions).repeat_interleave(M, dim=0)  # (R M, d)
+        sd = 1.0 / torch.sqrt(2 * self.inverse_temperature)  # (R,)
+        z = self._draws("normal", Stream.SAMPLE, (M,)).to(self.device) * sd[:, None]  # (R, M)
+        self.model.add(x, self._per_member(rewards) + z.reshape(-1))
+        self.theta = self._fit(self.theta)
+        self._check_finite(self.theta, "the members' parameters", self.step_size.tolist())
+
+    def _fit(self, theta: torch.Tensor) -> torch.Tensor:
+        """Each member's minimiser of its loss (linear: exact), from ``theta`` (other models: gradient steps)."""
+        lam = self._per_member(self.lambda_reg)[:, None]  # (R M, 1)
+        if self._exact:  # V theta = b_m + lambda theta_0
+            return torch.linalg.solve(self.model.gram, self.model.moment + lam * self.anchor)
+        eta = self.step_size / (self.t + 1) if self.step_schedule == "inverse_t" else self.step_size
+        eta = self._per_member(eta)[:, None]
+        for _ in range(self.n_inner_steps):
+            theta = theta - eta * (self.model.gradient(theta) - 2 * lam * self.anchor)
+        return theta
+
+    def _state(self) -> dict[str, torch.Tensor]:
+        return {"theta": self.theta, **{f"model.{k}": v for k, v in self.model.state_dict().items()}}
+
+    def _load_state(self, state: dict[str, torch.Tensor]) -> None:
+        self.model.load_state_dict({k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")})
+        self.theta = state["theta"]

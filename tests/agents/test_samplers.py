@@ -1,0 +1,323 @@
+"""The posterior samplers after LMC-TS (agents/samplers.py): their stationary laws on the linear-Gaussian
+posterior, FG-LMC-TS's reduction to LMC-TS, and the contract every agent meets (seeded determinism, replica r
+of a batch is the single run with seed s + r, per-replica hyperparameters, save/load, CUDA parity).
+
+Statistical tests use fixed seeds; their tolerances are 5 standard errors of the sample moments of N
+independent replicas (the replicas have different seeds and share the data), derived in the docstrings.
+Whether each agent learns on LinearBanditFixed-v0 is tested in test_samplers_regret.py.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from replicas import feed, linear_rounds, logistic_rounds, make_vec
+
+from agents import FGLMCTS, HMCTS, LMCTS, MALATS, ULMCTS, EnsembleSampling
+from agents.samplers import _FeelGoodModel
+
+# The linear-Gaussian posterior of tests/agents/test_lmcts.py: fixed data shared by all replicas, d = 3,
+# lambda = 1, V = I + X^T X with eigenvalues in [1.6, 3.6].
+FEATURES = torch.tensor([[1.0, 0.0, 0.0], [0.6, 0.8, 0.0], [0.0, 0.6, 0.8], [0.0, 0.0, 1.0], [0.8, 0.0, 0.6]])
+REWARDS = torch.tensor([0.5, -0.2, 1.0, 0.3, 0.7])
+BETA, N_CHAINS = 2.0, 4000
+
+
+def posterior_fit(cls, num_replicas=N_CHAINS, **kwargs):
+    """An agent whose replicas all saw the five rows; the chain runs only after the fifth (``train_every=5``)."""
+    agent = cls(n_arms=2, dim=3, num_replicas=num_replicas, inverse_temperature=BETA, lambda_reg=1.0, seed=0,
+                device="cpu", **kwargs)
+    for x, r in zip(FEATURES, REWARDS, strict=True):
+        obs = torch.stack([x, -x]).expand(num_replicas, 2, 3)  # (R, K, d)
+        agent.update(obs, torch.zeros(num_replicas, dtype=torch.int64), r.expand(num_replicas))
+    return agent
+
+
+def misfit(samples: torch.Tensor) -> tuple[float, float]:
+    """Largest |error| in standard errors of the sample mean and covariance of ``samples`` (N, 3) against the exact
+    posterior N(V^-1 b, (2 beta)^-1 V^-1): s.e. sqrt(S_ii / N) for the mean, sqrt((S_ii S_jj + S_ij^2) / N) for
+    the covariance (Gaussian samples). Under the exact law each entry exceeds 5 with probability < 1e-6."""
+    v = torch.eye(3, dtype=torch.float64) + FEATURES.double().T @ FEATURES.double()
+    mean = torch.linalg.solve(v, FEATURES.double().T @ REWARDS.double())
+    cov = torch.linalg.inv(v) / (2 * BETA)
+    s, n = samples.double(), samples.shape[0]
+    var = cov.diagonal()
+    z_mean = ((s.mean(0) - mean).abs() / (var / n).sqrt()).max().item()
+    z_cov = ((torch.cov(s.T) - cov).abs() / ((var[:, None] * var[None, :] + cov**2) / n).sqrt()).max().item()
+    return z_mean, z_cov
+
+
+# Step eta = 0.1: eta V reaches 0.36, so LMC-TS's chain is stationary at a covariance 56% too wide in one
+# direction (test_lmcts.py): a 20-standard-error effect at N = 4000, which the Metropolis samplers must remove.
+EXACT = {"step_size": 0.1, "step_schedule": "constant", "train_every": 5}
+
+
+def test_lmc_chain_at_this_step_size_misses_the_posterior():
+    """The power of the next test: the unadjusted chain at the same step fails its criterion."""
+    z_mean, z_cov = misfit(posterior_fit(LMCTS, n_inner_steps=60, **EXACT).theta)
+    assert z_cov > 10
+
+
+@pytest.mark.parametrize(("cls", "kwargs"), [(MALATS, {"n_inner_steps": 100}),
+                                            (HMCTS, {"n_inner_steps": 40, "n_leapfrog": 3})], ids=["MALA", "HMC"])
+def test_metropolis_samplers_are_stationary_at_the_exact_posterior(cls, kwargs):
+    """MALA and HMC leave N(V^-1 b, (2 beta)^-1 V^-1) invariant exactly, whatever the step: after the round's
+    chain (from round 1's prior sample, forgotten after 100 MALA steps at acceptance ~0.9, each contracting the
+    slowest direction by about 1 - 2 eta 1.6 = 0.68 when accepted; HMC: 40 trajectories of 3 leapfrog steps)
+    the N replicas are N independent draws of it: every mean and covariance entry within 5 standard errors."""
+    agent = posterior_fit(cls, **kwargs, **EXACT)
+    z_mean, z_cov = misfit(agent.theta)
+    assert z_mean < 5 and z_cov < 5, (z_mean, z_cov)
+    rate = agent.acceptance_rate
+    assert bool(((rate > 0) & (rate <= 1)).all()) and 0.5 < rate.mean().item() < 1, rate.mean()
+
+
+def test_ulmc_approaches_the_posterior_as_the_step_shrinks():
+    """Underdamped Langevin keeps a step-size bias: at eta = 0.1 (h = 0.32) the covariance misses by more than
+    5 standard errors; at eta = 0.001 (h = 0.032, friction 0.1 per step: gamma = 3.2, near critical damping
+    2 sqrt(2 * 1.6) = 3.6 of the slowest direction; 500 steps are 16 time units, 9 relaxation times) the bias
+    is below the noise of N = 4000 replicas."""
+    coarse = misfit(posterior_fit(ULMCTS, n_inner_steps=100, **EXACT).theta)
+    fine = misfit(posterior_fit(ULMCTS, n_inner_steps=500, friction=0.1, **{**EXACT, "step_size": 0.001}).theta)
+    assert coarse[1] > 5 and fine[1] < coarse[1] / 2, (coarse, fine)
+    assert fine[0] < 5 and fine[1] < 5, fine
+
+
+def test_ensemble_members_are_exact_posterior_samples_for_the_linear_model():
+    """Member m solves V theta = b + sum_s z_{s,m} x_s + lambda theta_{0,m} with z ~ N(0, 1/(2 beta)) and
+    theta_0 ~ N(0, I/(2 beta lambda)): mean V^-1 b, covariance V^-1 (X^T X + lambda I) V^-1 / (2 beta) =
+    (2 beta)^-1 V^-1. 400 replicas of 10 members are 4000 independent draws."""
+    agent = posterior_fit(EnsembleSampling, num_replicas=400, n_members=10)
+    z_mean, z_cov = misfit(agent.theta)
+    assert z_mean < 5 and z_cov < 5, (z_mean, z_cov)
+
+
+# -- FG-LMC-TS ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("env_id", "kwargs"), [("LinearBandit-v0", {}), ("LogisticBandit-v0", {"model": "glm"}),
+                                                ("LinearBandit-v0", {"model": "mlp", "model_kwargs": {"hidden": [8]}})],
+                         ids=["linear", "glm-minibatch", "mlp"])
+def test_fglmcts_with_lambda_zero_is_lmcts_bit_for_bit(env_id, kwargs):
+    sizes = {"n_arms": 5, "dim": 4, "horizon": 30}
+    runs = []
+    for cls, extra in ((LMCTS, {}), (FGLMCTS, {"lambda_fg": 0.0})):
+        env = make_vec(env_id, 3, sizes)
+        runs.append(cls(env, seed=2, device="cpu", n_inner_steps=10, **kwargs, **extra).learn(env))
+    assert torch.equal(runs[0].theta, runs[1].theta)
+    np.testing.assert_array_equal(runs[0].history["action"], runs[1].history["action"])
+
+
+def test_fglmcts_replica_with_lambda_zero_follows_lmcts_in_a_mixed_batch(kernels):
+    """Replica 0 (lambda_fg = 0) of a batch whose replica 1 feels good runs the feel-good chain with a zero
+    term: LMC-TS's numbers, bit for bit in plain torch (with the kernels, LMC-TS's own chain is a compiled
+    kernel: equal up to float32 rounding). Replica 1 moves away."""
+    _, contexts, actions, _, rewards = linear_rounds(40, 2, 6, 4, seed=1, noise=0.3)
+    fg = FGLMCTS(n_arms=6, dim=4, num_replicas=2, seed=[5, 5], device="cpu", n_inner_steps=20, lambda_fg=[0.0, 1.0])
+    lmc = LMCTS(n_arms=6, dim=4, num_replicas=1, seed=5, device="cpu", n_inner_steps=20)
+    feed(fg, contexts, actions, rewards)
+    feed(lmc, contexts[:, :1], actions[:, :1], rewards[:, :1])
+    if kernels == "kernels-off":
+        assert torch.equal(fg.theta[0], lmc.theta[0])
+    else:
+        torch.testing.assert_close(fg.theta[0], lmc.theta[0], rtol=1e-4, atol=1e-4)
+    assert (fg.theta[1] - lmc.theta[0]).abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("model", ["linear", "glm"])
+def test_feel_good_closed_form_gradient_equals_autograd(model):
+    """For scores x . theta the feel-good gradient is lambda_fg sum_s [max < b] x_s*; autograd of the term agrees
+    (random arms: no ties, and rows on both sides of the cap b = 0.3)."""
+    contexts, actions, _, rewards = logistic_rounds(12, 3, 5, 4, seed=3)
+    agent = FGLMCTS(n_arms=5, dim=4, num_replicas=3, seed=0, device="cpu", model=model, lambda_fg=[0.5, 1.0, 2.0],
+                    feel_good_cap=0.3, n_inner_steps=2, **({"batch_size": None} if model == "glm" else {}))
+    feed(agent, contexts, actions, rewards)
+    fg = _FeelGoodModel(agent.model, agent.contexts, agent.lambda_fg, 0.3, own_batches=False)
+    theta = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
+    with torch.enable_grad():
+        p = theta.clone().requires_grad_()
+        (expected,) = torch.autograd.grad(fg.feel_good(p).sum(), p)
+    best = torch.einsum("rnkd,rd->rnk", agent.contexts["contexts"], theta).amax(dim=2)
+    assert bool((best < 0.3).any()) and bool((best > 0.3).any())
+    torch.testing.assert_close(fg.feel_good_gradient(theta), expected, rtol=1e-5, atol=1e-5)
+    batch = torch.tensor([[0, 3, 3], [1, 2, 11], [5, 5, 5]])
+    with torch.enable_grad():
+        p = theta.clone().requires_grad_()
+        (expected,) = torch.autograd.grad(fg.feel_good(p, batch).sum(), p)
+    torch.testing.assert_close(fg.feel_good_gradient(theta, batch), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_hmc_with_one_leapfrog_step_is_mala():
+    """One leapfrog step from (theta, p) with eps = sqrt(2 eta / beta) is MALA's proposal with noise p, and the
+    Hamiltonian's change is MALA's log ratio (samplers.py): the same draws give the same chain (float32
+    rounding of the two formulas apart; no accept decision lies within it on these rounds)."""
+    _, contexts, actions, _, rewards = linear_rounds(30, 3, 6, 4, seed=2, noise=0.3)
+    agents = [cls(n_arms=6, dim=4, num_replicas=3, seed=1, device="cpu", n_inner_steps=10, step_size=1.0, **kw)
+              for cls, kw in ((MALATS, {}), (HMCTS, {"n_leapfrog": 1, "step_jitter": 0.0}))]
+    for agent in agents:
+        feed(agent, contexts, actions, rewards)
+    torch.testing.assert_close(agents[0].theta, agents[1].theta, rtol=1e-4, atol=1e-4)
+    assert torch.equal(agents[0].accepted, agents[1].accepted)
+    assert 0.2 < agents[0].acceptance_rate.mean().item() < 1  # a step large enough that some are rejected
+
+
+# -- the contract every agent meets ----------------------------------------------------------------------
+SIZES = {"n_arms": 6, "dim": 4, "horizon": 40}
+CASES = [
+    ("FGLMCTS", FGLMCTS, {"n_inner_steps": 10}, ("lambda_fg", [0.1, 2.0])),
+    ("FGLMCTS-glm", FGLMCTS, {"model": "glm", "n_inner_steps": 5, "batch_size": 8}, ("step_size", [0.3, 0.9])),
+    ("MALATS", MALATS, {"n_inner_steps": 10}, ("step_size", [0.1, 0.6])),
+    ("HMCTS", HMCTS, {"n_inner_steps": 4, "n_leapfrog": 3}, ("inverse_temperature", [3.0, 300.0])),
+    ("ULMCTS", ULMCTS, {"n_inner_steps": 10}, ("friction", [0.3, 3.0])),
+    ("EnsembleSampling", EnsembleSampling, {"n_members": 4}, ("inverse_temperature", [1.0, 100.0])),
+    ("EnsembleSampling-glm", EnsembleSampling, {"model": "glm", "n_members": 3, "n_inner_steps": 5},
+     ("lambda_reg", [0.5, 3.0])),
+]
+IDS = [case[0] for case in CASES]
+ROUNDS = 30
+
+
+def recorded(kwargs, num_replicas, seed=0):
+    K, d = SIZES["n_arms"], SIZES["dim"]
+    if kwargs.get("model") == "glm":
+        contexts, actions, _, rewards = logistic_rounds(ROUNDS, num_replicas, K, d, seed=seed)
+    else:
+        _, contexts, actions, _, rewards = linear_rounds(ROUNDS, num_replicas, K, d, seed=seed, noise=0.5)
+    return contexts, actions, rewards
+
+
+def build(cls, kwargs, num_replicas, seed, **extra):
+    return cls(None, n_arms=SIZES["n_arms"], dim=SIZES["dim"], num_replicas=num_replicas, seed=seed, device="cpu",
+               **kwargs, **extra)
+
+
+def replica_theta(agent) -> torch.Tensor:
+    """Each replica's parameters: ``(R, p)``, or ``(R, M, p)`` for an ensemble."""
+    theta = agent.theta
+    return theta.reshape(agent.num_replicas, agent.n_members, -1) if isinstance(agent, EnsembleSampling) else theta
+
+
+@pytest.mark.parametrize(("name", "cls", "kwargs", "hyper"), CASES, ids=IDS)
+def test_seeded_learn_is_reproducible_and_seeds_differ(name, cls, kwargs, hyper):
+    env_id = "LogisticBandit-v0" if kwargs.get("model") == "glm" else "LinearBandit-v0"
+
+    def run(seed):
+        env = make_vec(env_id, 3, SIZES)
+        return cls(env, seed=seed, device="cpu", **kwargs).learn(env, total_timesteps=25)
+
+    a, b, c = run(0), run(0), run(1)
+    for key in ("action", "regret", "reward"):
+        np.testing.assert_array_equal(a.history[key], b.history[key])
+    assert torch.equal(a.theta, b.theta)
+    assert not np.array_equal(a.history["action"], c.history["action"])
+
+
+@pytest.mark.parametrize(("name", "cls", "kwargs", "hyper"), CASES, ids=IDS)
+def test_batched_replica_equals_single_run_and_per_replica_values(name, cls, kwargs, hyper):
+    """Replica r of a batch seeded s is the single run seeded s + r (float32 sums in another order: a few ulps,
+    grown over 30 rounds to < 1e-4); hyperparameters [a, b] are the single runs with a and with b."""
+    R = 3
+    contexts, actions, rewards = recorded(kwargs, R)
+    batched = build(cls, kwargs, R, seed=3)
+    feed(batched, contexts, actions, rewards)
+    for r in (0, 2):
+        single = build(cls, kwargs, 1, seed=3 + r)
+        feed(single, contexts[:, r : r + 1], actions[:, r : r + 1], rewards[:, r : r + 1])
+        torch.testing.assert_close(replica_theta(single)[0], replica_theta(batched)[r], rtol=1e-4, atol=1e-4)
+    key, values = hyper
+    mixed = build(cls, kwargs, 2, seed=[7, 7], **{key: values})
+    assert mixed.hyperparameters()[key] == values
+    feed(mixed, contexts[:, :2], actions[:, :2], rewards[:, :2])
+    for r, value in enumerate(values):
+        single = build(cls, kwargs, 1, seed=7, **{key: value})
+        feed(single, contexts[:, r : r + 1], actions[:, r : r + 1], rewards[:, r : r + 1])
+        torch.testing.assert_close(replica_theta(single)[0], replica_theta(mixed)[r], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("name", "cls", "kwargs", "hyper"), CASES, ids=IDS)
+def test_save_load_round_trip_continues_identically(name, cls, kwargs, hyper, tmp_path):
+    key, values = hyper
+    contexts, actions, rewards = recorded(kwargs, 2)
+    agent = build(cls, kwargs, 2, seed=2, **{key: values})
+    feed(agent, contexts[:20], actions[:20], rewards[:20])
+    agent.save(tmp_path / "agent.pt")
+    loaded = cls.load(tmp_path / "agent.pt", device="cpu")
+    assert loaded.t == agent.t and loaded.hyperparameters() == agent.hyperparameters()
+    assert torch.equal(loaded.theta, agent.theta)
+    for x, a, r in zip(contexts[20:], actions[20:], rewards[20:], strict=True):
+        assert torch.equal(agent.predict(x)[0], loaded.predict(x)[0])
+        agent.update(x, a, r)
+        loaded.update(x, a, r)
+    assert torch.equal(loaded.theta, agent.theta)
+    for name_ in ("accepted", "proposed", "velocity"):
+        if hasattr(agent, name_):
+            assert torch.equal(getattr(loaded, name_), getattr(agent, name_))
+
+
+class TinyNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.layer(x).squeeze(-1)
+
+
+@pytest.mark.parametrize("cls", [FGLMCTS, MALATS, HMCTS, ULMCTS, EnsembleSampling], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("model", ["mlp", "module"])
+def test_neural_models_run_and_save(cls, model, tmp_path):
+    """The samplers take the neural models of the seam (an MLP and a user's nn.Module): finite parameters,
+    acceptance rates in (0, 1], and a save/load round trip (the module given again)."""
+    net = {"model": TinyNet()} if model == "module" else {"model": "mlp", "model_kwargs": {"hidden": [8]}}
+    steps = {"n_leapfrog": 2, "n_inner_steps": 3} if cls is HMCTS else {"n_members": 3} if cls is EnsembleSampling \
+        else {"n_inner_steps": 5}
+    env = make_vec("LinearBandit-v0", 2, SIZES)
+    agent = cls(env, seed=0, device="cpu", **net, **steps).learn(env, total_timesteps=15)
+    assert bool(torch.isfinite(agent.theta).all())
+    if hasattr(agent, "acceptance_rate"):
+        assert bool(((agent.acceptance_rate > 0) & (agent.acceptance_rate <= 1)).all()), agent.acceptance_rate
+    agent.save(tmp_path / "a.pt")
+    loaded = cls.load(tmp_path / "a.pt", device="cpu", **({"model": TinyNet()} if model == "module" else {}))
+    assert torch.equal(loaded.theta, agent.theta)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"cls": MALATS, "model": "glm", "batch_size": 8}, "batch_size must be None for MALATS"),
+    ({"cls": HMCTS, "n_leapfrog": 0}, "n_leapfrog"),
+    ({"cls": ULMCTS, "model": "mlp", "preconditioner": "diagonal"}, "preconditioner must be 'none' for ULMCTS"),
+    ({"cls": ULMCTS, "friction": [1.0, -1.0]}, "friction"),
+    ({"cls": FGLMCTS, "lambda_fg": -0.5}, "lambda_fg"),
+    ({"cls": FGLMCTS, "feel_good_batch_size": 0}, "feel_good_batch_size"),
+    ({"cls": EnsembleSampling, "n_members": 0}, "n_members"),
+    ({"cls": EnsembleSampling, "step_schedule": "cosine"}, "step_schedule"),
+])
+def test_bad_hyperparameters_raise_named_errors(kwargs, match):
+    kwargs = dict(kwargs)
+    cls = kwargs.pop("cls")
+    with pytest.raises(ValueError, match=match):
+        cls(n_arms=3, dim=2, num_replicas=2, seed=0, device="cpu", **kwargs)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("cls", [FGLMCTS, MALATS, HMCTS, ULMCTS, EnsembleSampling], ids=lambda c: c.__name__)
+def test_cuda_agrees_with_cpu(cls):
+    """The same draws on both devices (counter-based, float64 Box-Muller rounded once): the chains agree to
+    float32 rounding over 20 recorded rounds."""
+    kwargs = {"n_members": 4} if cls is EnsembleSampling else {"n_inner_steps": 10}
+    contexts, actions, rewards = recorded({}, 3)
+    agents = [cls(None, n_arms=SIZES["n_arms"], dim=SIZES["dim"], num_replicas=3, seed=0, device=device, **kwargs)
+              for device in ("cpu", "cuda")]
+    for agent in agents:
+        feed(agent, contexts[:20].to(agent.device), actions[:20].to(agent.device), rewards[:20].to(agent.device))
+    torch.testing.assert_close(agents[1].theta.cpu(), agents[0].theta, rtol=1e-3, atol=1e-3)
+
+
+def test_single_env_learn_and_predict():
+    """The Stable-Baselines3 verbs on a single env (R = 1)."""
+    env = gym.make("LinearBandit-v0", **SIZES)
+    for cls in (FGLMCTS, MALATS, HMCTS, ULMCTS, EnsembleSampling):
+        agent = cls(env, seed=0, device="cpu").learn(total_timesteps=5)
+        obs, _ = env.reset(seed=1)
+        action, _ = agent.predict(obs)
+        assert action.shape == () and 0 <= int(action) < SIZES["n_arms"]
+        assert agent.history["regret"].shape == (5,)
