@@ -14,7 +14,8 @@ and the ratios: policy / torch (the policy's gain) and idle / busy (what a busy 
 
 ``--detours`` times, per call, the ``agents/_kernels.py`` kernels whose gain was (mostly) not waiting
 for torch's thread pool against their torch functions (``BANDIT_GYM_KERNELS=0``), both on one thread
-(the policy), idle and with a core busy: whether each still earns the 1.5x it must earn.
+(the policy), idle and with a core busy: whether each still earns the 1.5x it must earn; and the op-level
+dodges of the rounds (``amax``, ``gather``, multiply-and-sum) against the plain torch op they replace.
 
 Shuttle-v0 reads a copy of the OpenML cache (``--cache-dir``, default ``$BANDIT_GYM_TEST_OPENML_CACHE``
 or ``../shared/datasets/openml_cache`` beside the clone; the source is only read: it is copied to a
@@ -112,7 +113,8 @@ def detours() -> None:
     def normal(*shape: int) -> torch.Tensor:
         return torch.randn(*shape, generator=g)
 
-    cases = []
+    cases = []  # (name, function): timed with BANDIT_GYM_KERNELS=0 (torch) and =1 (the kernel)
+    dodges = []  # (name, plain torch, the dodge): op-level dodges outside _kernels.py
     for R, K, d in ((10, 50, 20), (160, 50, 20)):
         x, theta, v, row, r = normal(R, K, d), normal(R, d), torch.eye(d).expand(R, d, d).contiguous(), \
             normal(R, d), normal(R)
@@ -126,6 +128,16 @@ def detours() -> None:
     pairs = [(normal(10, 50, 20), normal(10, 50, 20)), (normal(10, 50, 20), normal(10, 50, 20)),
              (normal(10, 50, 1), normal(10, 50, 20))]
     cases.append(("outer_rows (10, 50), a 20-20-20 MLP", lambda: mlp.outer_rows(pairs)))
+    for R, K, d in ((10, 50, 20), (160, 50, 20)):
+        values, x, actions = normal(R, K), normal(R, K, d), torch.randint(K, (R,), generator=g)
+        v, row, rows = normal(R, d, d), normal(R, d), torch.arange(R)
+        dodges += [(f"amax for max(dim=1) ({R}, {K})", lambda values=values: values.max(dim=1, keepdim=True).values,
+                    lambda values=values: values.amax(dim=1, keepdim=True)),
+                   (f"gather for indexing ({R}, {K}, {d})", lambda x=x, a=actions, rows=rows: x[rows, a],
+                    lambda x=x, a=actions: x.gather(1, a[:, None, None].expand(-1, 1, d))[:, 0]),
+                   (f"multiply-and-sum for bmm ({R}, {d}, {d})",
+                    lambda v=v, row=row: torch.bmm(v, row[:, :, None])[:, :, 0],
+                    lambda v=v, row=row: models.matvec(v, row))]
 
     def per_call(function, calls: int = 300) -> float:
         function()
@@ -146,16 +158,19 @@ def detours() -> None:
                     for kernels in ("0", "1"):
                         os.environ["BANDIT_GYM_KERNELS"] = kernels
                         times[busy, name, kernels] = per_call(function)
+                for name, plain, dodge in dodges:
+                    times[busy, name, "0"], times[busy, name, "1"] = per_call(plain), per_call(dodge)
         finally:
             os.environ.pop("BANDIT_GYM_KERNELS", None)
             if spinner is not None:
                 spinner.kill()
                 spinner.wait()
     print(f"{cpu_model()}, {os.cpu_count()} CPUs, torch {torch.__version__}, one intra-op thread (the policy), "
-          f"load average {os.getloadavg()[0]:.1f}; us per call, fastest of 3 x 300; gain = torch / kernel")
-    print("| kernel (shape) | idle, torch | idle, kernel | idle gain | busy, torch | busy, kernel | busy gain |")
+          f"load average {os.getloadavg()[0]:.1f}; us per call, fastest of 3 x 300; gain = torch / detour")
+    print("| kernel or dodge (shape) | idle, torch | idle, detour | idle gain | busy, torch | busy, detour | "
+          "busy gain |")
     print("|---|---|---|---|---|---|---|")
-    for name, _ in cases:
+    for name in [case[0] for case in cases + dodges]:
         row = [times[busy, name, k] for busy in (False, True) for k in ("0", "1")]
         print(f"| {name} | {row[0]:.1f} | {row[1]:.1f} | {row[0] / row[1]:.2f}x | {row[2]:.1f} | {row[3]:.1f} | "
               f"{row[2] / row[3]:.2f}x |", flush=True)
