@@ -427,10 +427,11 @@ def _check_saved_state(path: Any, saved: dict[str, Any], fresh: dict[str, torch.
     """Refuse a saved state whose tensors are not the ones a fresh agent of the same sizes holds: the same
     names, dtypes and shapes, where a length 0 in the fresh agent (the rows of a :class:`agents.History`)
     is any length ``n``, the same for every such tensor."""
-    for name in fresh.keys() - saved.keys():
-        raise ValueError(f"{path}: the file lacks the state tensor {name!r} (a damaged or foreign file)")
-    for name in saved.keys() - fresh.keys():
-        raise ValueError(f"{path}: the file has an unknown state tensor {name!r}, expected only {sorted(fresh)}")
+    missing, unknown = sorted(fresh.keys() - saved.keys()), sorted(saved.keys() - fresh.keys())
+    if missing:
+        raise ValueError(f"{path}: the file lacks the state tensor {missing[0]!r} (a damaged or foreign file)")
+    if unknown:
+        raise ValueError(f"{path}: the file has an unknown state tensor {unknown[0]!r}, expected only {sorted(fresh)}")
     rows = None  # the history length, from the first history tensor
     for name, expected in fresh.items():
         value = saved[name]
@@ -438,9 +439,9 @@ def _check_saved_state(path: Any, saved: dict[str, Any], fresh: dict[str, torch.
             raise ValueError(f"{path}: state {name!r} must be a tensor, got {type(value).__name__}")
         if value.dtype != expected.dtype:
             raise ValueError(f"{path}: state tensor {name!r} has dtype {value.dtype}, expected {expected.dtype}")
-        ok = value.ndim == expected.ndim and all(e in (v, 0) for v, e in zip(value.shape, expected.shape))
+        ok = value.ndim == expected.ndim and all(e in (v, 0) for v, e in zip(value.shape, expected.shape, strict=True))
         if ok and 0 in expected.shape:
-            lengths = {v for v, e in zip(value.shape, expected.shape) if e == 0}
+            lengths = {v for v, e in zip(value.shape, expected.shape, strict=True) if e == 0}
             rows = next(iter(lengths)) if rows is None and len(lengths) == 1 else rows
             ok = lengths == {rows}
         if not ok:
