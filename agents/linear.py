@@ -124,9 +124,9 @@ def _is_power_of_two(t: int) -> bool:
 class _RidgeStatistics:
     """The ridge statistics over model features (``intercept``, ``scale_features``) shared by the linear agents.
 
-    Keeps ``sum z z^T`` (``gram``, unregularised), ``b``, ``theta_hat``, the running sum of squares of every
-    shown row's features and the prior diagonal ``lambda D`` (``prior``). ``inverse(prior)`` returns the
-    kept form of ``V^-1`` (itself, or a square root of it) for a prior ``(R, p)``.
+    Keeps ``V = lambda D + sum z z^T`` (``gram``, float64), ``b``, ``theta_hat``, the running sum of squares of
+    every shown row's features and the penalty diagonal ``lambda D`` (``prior``). Each agent's ``_set_inverse(V)``
+    sets its kept form of ``V^-1`` (itself, or a square root of it) and ``theta_hat`` afresh.
     """
 
     def _init_statistics(self, lambda_reg: Any, intercept: bool | None, scale_features: bool) -> None:
@@ -143,8 +143,8 @@ class _RidgeStatistics:
         self.model_dim = self.dim + (self.n_arms if with_constants else 0)
         R, p = self.num_replicas, self.model_dim
         self.prior = self.lambda_reg[:, None].expand(R, p).contiguous()  # lambda D (R, p); D = I until rows are seen
-        # sum z z^T (R, p, p), float64: a float32 sum over 10,000 rounds errs by more than a small prior
-        self.gram = torch.zeros(R, p, p, dtype=torch.float64, device=self.device)
+        # V (R, p, p), float64: a float32 sum over 10,000 rounds errs by more than a small prior
+        self.gram = torch.diag_embed(self.prior.double())
         self.square_sum = torch.zeros(R, p, device=self.device)  # sum of z_j^2 over every shown arm row (R, p)
         self.rows_seen = 0  # arm rows in square_sum (K per round)
         self.moment = torch.zeros(R, p, device=self.device)  # b (R, p)
@@ -158,7 +158,7 @@ class _RidgeStatistics:
 
     def _record(self, z: torch.Tensor, x: torch.Tensor) -> None:
         """Add this round's rows ``z`` ``(R, K, p)`` and played row ``x`` ``(R, p)`` to the sums; renew ``D``
-        (and ``V^-1`` from the sums) when the next round is a power of 2."""
+        (and ``V^-1`` from ``V``) when the next round is a power of 2."""
         x = x.double()
         self.gram = self.gram + x[:, :, None] * x[:, None, :]
         if not self.scale_features:
@@ -166,9 +166,10 @@ class _RidgeStatistics:
         self.square_sum = self.square_sum + (z * z).sum(dim=1)
         self.rows_seen += z.shape[1]
         if _is_power_of_two(self.t + 1):
-            self.prior = self.lambda_reg[:, None] * feature_scales(self.square_sum, self.rows_seen)
-            gram = self.gram + torch.diag_embed(self.prior.double())  # V (R, p, p)
-            self._set_inverse(gram)
+            prior = self.lambda_reg[:, None] * feature_scales(self.square_sum, self.rows_seen)  # (R, p)
+            self.gram = self.gram + torch.diag_embed((prior - self.prior).double())  # V with the new lambda D
+            self.prior = prior
+            self._set_inverse(self.gram)
 
     def _statistics_state(self) -> dict[str, torch.Tensor]:
         return {"gram": self.gram, "square_sum": self.square_sum, "prior": self.prior, "moment": self.moment,

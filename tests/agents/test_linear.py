@@ -127,6 +127,7 @@ def test_sherman_morrison_and_potter_updates_match_linalg_inv():
     feed(lints, contexts, actions, rewards)
     X = played.double().transpose(0, 1)  # (R, T, d)
     gram = X.mT @ X + torch.eye(d, dtype=torch.float64)  # (R, d, d)
+    torch.testing.assert_close(linucb.gram, gram)  # V itself, kept in float64 from the float32 rows
     # float32 rank-one updates: errors grow like sqrt(T) eps32 |V^-1|; 1e-5 absolute is ~100x that.
     torch.testing.assert_close(linucb.gram_inverse.double(), torch.linalg.inv(gram), rtol=1e-4, atol=1e-5)
     root = lints.gram_inverse_root.double()  # S with S S^T = V^-1 (Potter's updates)
