@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import io
 import json
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,3 +112,31 @@ class Checkpoint:
         self.note = f"checkpoint {self.path} not used ({why}): removed, the cell starts at round 1"
         self.remove()
         return None
+
+
+class DeferredInterrupt:
+    """While a checkpointed cell plays, the first Ctrl-C (SIGINT) is held until the round ends, so that the
+    checkpoint is of a whole round; a second one interrupts at once. Only in the main thread, and only where
+    SIGINT has Python's default handler (a handler of the caller's own is left alone); restored after."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled, self.requested, self._previous = enabled, False, None
+
+    def __enter__(self) -> DeferredInterrupt:
+        if (self.enabled and threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def raise_if_requested(self) -> None:
+        if self.requested:
+            raise KeyboardInterrupt

@@ -28,21 +28,17 @@ the holder). A cell file that cannot be read or fails a checksum is named and mo
 ``<name>.damaged``, and the cell runs again; ``bandit-gym table`` leaves such a cell out and names it.
 A damaged ``experiment.json`` is an error naming it (nothing is run). A write that fails (read-only
 directory, full disk) is a :class:`ResultsWriteError` naming the file; what was written before stays.
+The file layer (atomic writes, checked reads, the lock, their errors) is :mod:`experiments.storage`.
 """
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import hashlib
 import io
 import json
 import math
 import os
 import platform
-import socket
-import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,76 +48,21 @@ from typing import Any
 import numpy as np
 
 from experiments.config import ExperimentConfig
+from experiments.storage import (  # noqa: F401  (the errors and write_atomic are this module's API too)
+    ResultsDamagedError,
+    ResultsLockedError,
+    ResultsWriteError,
+    hold_lock,
+    move_aside,
+    read_json,
+    write_atomic,
+)
 
 FORMAT_VERSION = 1
 
 
 class ResultsMismatchError(ValueError):
     """The directory holds results of a different config."""
-
-
-class ResultsDamagedError(ValueError):
-    """A results file that cannot be read (truncated, not UTF-8, not JSON) or fails its checksum; names it."""
-
-
-class ResultsLockedError(BlockingIOError):
-    """Another run is writing into the results directory (the message names it)."""
-
-
-class ResultsWriteError(OSError):
-    """A results file could not be written (read-only directory, full disk); the message names the file."""
-
-    def __init__(self, message: str, code: int | None = None) -> None:
-        super().__init__(message)
-        self.errno = code
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename: readers see all of it or none.
-
-    Raises:
-        ResultsWriteError: The file could not be written (names it and the reason); ``path`` is as it was.
-    """
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; results are meant to be read
-        os.replace(tmp, path)
-    except BaseException as exc:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError) and not isinstance(exc, ResultsWriteError):
-            raise ResultsWriteError(f"cannot write {path}: {_reason(exc)}; the files written before it are "
-                                    "kept", exc.errno) from exc
-        raise
-
-
-def _reason(exc: OSError) -> str:
-    hint = {errno.ENOSPC: " (free some space, then run the same command again)",
-            errno.EACCES: " (make the directory writable, or give another --out DIR)",
-            errno.EROFS: " (a read-only file system: give another --out DIR)",
-            errno.EPERM: " (make the directory writable, or give another --out DIR)"}.get(exc.errno, "")
-    return f"{exc.strerror or exc}{hint}"
-
-
-def read_json(file: Path) -> Any:
-    """The JSON value in ``file``.
-
-    Raises:
-        ResultsDamagedError: The file is not UTF-8 JSON (truncated, changed); names it and the reason.
-    """
-    try:
-        return json.loads(file.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ResultsDamagedError(f"{file} is damaged: not UTF-8 text (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise ResultsDamagedError(f"{file} is damaged: not valid JSON ({exc.msg} at line {exc.lineno} "
-                                  f"column {exc.colno}; truncated or edited?)") from None
 
 
 def package_versions() -> dict[str, str]:
@@ -194,32 +135,10 @@ class ResultsDir:
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold the directory's lock (``DIR/.lock``, ``fcntl.flock``) for one run; it records who holds it.
-
-        Raises:
-            ResultsLockedError: Another live run holds it (names its pid, host and start time).
-            ResultsWriteError: The lock file cannot be made (read-only directory).
-        """
-        file = self.path / ".lock"
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(file, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise ResultsWriteError(f"cannot write {file}: {_reason(exc)}", exc.errno) from exc
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
-                raise ResultsLockedError(f"{self.path} is in use by another run ({holder}); nothing was run: "
-                                         "wait for it to finish, or give another --out DIR") from None
-            me = (f"pid {os.getpid()} on {socket.gethostname()}, started "
-                  f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')}")
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, me.encode() + b"\n", 0)
+        """Hold the directory's lock for one run (:func:`experiments.storage.hold_lock`: a second run fails at
+        once, naming the holder)."""
+        with hold_lock(self.path):
             yield
-        finally:
-            os.close(fd)  # releases the flock; the file stays (removing it would race with the next run)
 
     def prepare(self, config: ExperimentConfig) -> None:
         """Create the directory for ``config``, or check that it holds results of exactly this config.
@@ -280,7 +199,7 @@ class ResultsDir:
         try:
             record = self.check_cell(label)
         except ResultsDamagedError as exc:
-            moved = [_move_aside(file) for file in (npz, record_file) if file.is_file()]
+            moved = [move_aside(file) for file in (npz, record_file) if file.is_file()]
             if log is not None:
                 log(f"  {label}: {exc}: moved aside as {' and '.join(p.name for p in moved)}; the cell runs again")
             return False
@@ -381,16 +300,6 @@ class ResultsDir:
                     damaged.append(f"{agent['label']}: NOT SHOWN: {exc}; the same `bandit-gym run` command moves "
                                    "it aside and computes the cell again")
         return cells
-
-
-def _move_aside(file: Path) -> Path:
-    """Rename a damaged ``file`` to ``<name>.damaged`` (replacing an older one); returns the new path."""
-    target = file.with_name(file.name + ".damaged")
-    try:
-        os.replace(file, target)
-    except OSError as exc:
-        raise ResultsWriteError(f"cannot move the damaged {file} aside: {_reason(exc)}", exc.errno) from exc
-    return target
 
 
 def _record_sha256(record: dict[str, Any]) -> str:

@@ -27,9 +27,7 @@ The same command then continues the cell from its checkpoint, with the numbers o
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -42,7 +40,7 @@ import torch
 
 from bandit_gym.threads import policy
 from experiments import catalog
-from experiments.checkpoint import EVERY_S, Checkpoint, Progress
+from experiments.checkpoint import EVERY_S, Checkpoint, DeferredInterrupt, Progress
 from experiments.config import AgentSpec, ExperimentConfig
 from experiments.results import ResultsDir, final_regret_stats, package_versions
 
@@ -244,7 +242,7 @@ def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | N
     bar = _round_bar(total, bar_label, done.rounds)
     cumulative = sum(float(np.mean(_as_numpy(row))) for row in done.regret) if bar is not None else 0.0
     in_update = False  # agent.update running: its state may be half-changed, not a state to checkpoint
-    with _DeferredInterrupt(enabled=checkpoint is not None) as interrupt:
+    with DeferredInterrupt(enabled=checkpoint is not None) as interrupt:
         try:
             for played in range(done.rounds + 1, total + 1):
                 start = clock()
@@ -286,34 +284,6 @@ def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | N
     notes = (checkpoint.note,) if checkpoint is not None and checkpoint.note else ()
     return _Played(regret.astype(np.float64).reshape(total, -1), [], done.select_s, done.update_s, notes,
                    done.earlier_s)
-
-
-class _DeferredInterrupt:
-    """While a checkpointed cell plays, the first Ctrl-C (SIGINT) is held until the round ends, so that the
-    checkpoint is of a whole round; a second one interrupts at once. Only in the main thread, and only where
-    SIGINT has Python's default handler (a handler of the caller's own is left alone); restored after."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled, self.requested, self._previous = enabled, False, None
-
-    def __enter__(self) -> _DeferredInterrupt:
-        if (self.enabled and threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-
-    def _handle(self, signum, frame) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-
-    def raise_if_requested(self) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
 
 
 def _as_numpy(values) -> np.ndarray:
