@@ -13,8 +13,9 @@ Two problems of the LMC-TS paper at a modest size (all seeds as one batch, defau
 
 Every agent keeps its library defaults otherwise (no grid search: the issue's grids at equal budget are left
 to a longer run). Prints per agent the final cumulative regret (mean +- standard error over the seeds), the
-seconds per 1,000 rounds, and for MALA and HMC the mean acceptance rate (min-max over the seeds). Torch runs
-on one thread (the library's policy). Time figures are those of the machine it runs on (say if it is shared).
+seconds per 1,000 rounds (after a 3-round warm-up of every agent, which compiles the kernels), and for MALA and
+HMC the mean acceptance rate (min-max over the seeds). Torch runs on one thread (the library's policy). Time
+figures are those of the machine it runs on (say if it is shared).
 
     nice python benchmarks/samplers.py                       # both problems, 10 seeds, T = 1000 and 500
     python benchmarks/samplers.py --envs linear --rounds 300 --seeds 4 --out /tmp/samplers.md
@@ -87,6 +88,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--agents", nargs="+", default=None, help="labels to run (default: all)")
     parser.add_argument("--out", type=Path, default=None, help="also keep the table in this Markdown file")
     args = parser.parse_args(argv)
+    for problem in args.envs:  # compile the kernels (numba) before any timing
+        for _, cls, kwargs in agents(problem, 2):
+            run(ENVS[problem], 3, 2, cls, kwargs)
     table = GrowingTable(["| env | T | seeds | grads / round | agent | regret mean +- s.e. | s / 1k rounds | "
                           "acceptance mean (min-max) |", "|---|---:|---:|---:|---|---:|---:|---:|"], args.out)
     for problem in args.envs:
