@@ -232,6 +232,7 @@ def test_batched_replica_equals_single_run_and_per_replica_values(name, cls, kwa
         single = build(cls, kwargs, 1, seed=7, **{key: value})
         feed(single, contexts[:, r : r + 1], actions[:, r : r + 1], rewards[:, r : r + 1])
         torch.testing.assert_close(replica_theta(single)[0], replica_theta(mixed)[r], rtol=1e-4, atol=1e-4)
+    assert not torch.allclose(replica_theta(mixed)[0], replica_theta(mixed)[1])  # the two values made a difference
 
 
 @pytest.mark.parametrize(("name", "cls", "kwargs", "hyper"), CASES, ids=IDS)
