@@ -26,16 +26,47 @@ def _sklearn_mle(X: torch.Tensor, y: torch.Tensor, lambda_reg: float) -> torch.T
 
 
 @pytest.mark.parametrize("cls", [UCBGLM, GLMTSL])
-def test_glm_mle_matches_sklearn(cls):
-    R, K, d, T = 2, 5, 4, 300
+@pytest.mark.parametrize("refit_growth", [0.0, 0.02])
+def test_glm_mle_matches_sklearn(cls, refit_growth):
+    """At round 296, a refit round of the default schedule (g = 0.02), and with a refit every round (g = 0)."""
+    R, K, d, T = 2, 5, 4, 296
     contexts, actions, played, rewards = logistic_rounds(T, R, K, d)
-    agent = cls(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=[0.5, 1.0])
+    agent = cls(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=[0.5, 1.0],
+                refit_growth=refit_growth)
     feed(agent, contexts, actions, rewards)
     reference = torch.stack([_sklearn_mle(played[:, r], rewards[:, r], lam) for r, lam in enumerate([0.5, 1.0])])
     # Two warm-started steps per round track the MLE (each shrinks the error by ~0.2 against a drift of
     # O(1/t) per round): 1e-2 is loose. Run to convergence, they agree to float32 rounding.
     torch.testing.assert_close(agent.theta_hat.double(), reference, rtol=0, atol=1e-2)
     torch.testing.assert_close(agent.fit_mle(100).double(), reference, rtol=0, atol=1e-5)
+
+
+def test_refit_schedule_is_geometric_and_its_cost_per_round_is_flat():
+    """g = 0.02: every row up to 50 = 1 / g, then n_(k+1) = n_k + ceil(g n_k). The rows the refits pass over,
+    sum of n_k, are at most (1 + g) / g + n_0 = 101 per round on average at T = 2,000 and at T = 20,000 (flat);
+    g = 0 refits every round (T (T + 1) / 2 rows)."""
+    from agents.glm import refit_due
+
+    due = [n for n in range(1, 20_001) if refit_due(n, 0.02)]
+    assert due[:50] == list(range(1, 51)) and due[50:53] == [51, 53, 55]
+    assert all(b == a + math.ceil(0.02 * a) for a, b in zip(due[49:], due[50:], strict=False))
+    for horizon in (2_000, 20_000):
+        assert sum(n for n in due if n <= horizon) / horizon <= 1.02 / 0.02 + 50
+    assert all(refit_due(n, 0.0) for n in range(1, 500))
+
+
+def test_glmtsl_between_refits_keeps_the_exact_hessian_at_theta_hat():
+    """Between refits theta_hat stays and each new row's mu'(x theta_hat) x x^T is added to H: after 120 rounds
+    (refits at 119 and 122, so round 120 is not one) L L^T is the Hessian of the whole history at theta_hat."""
+    R, K, d = 2, 5, 4
+    contexts, actions, _, rewards = logistic_rounds(120, R, K, d, seed=4)
+    agent = GLMTSL(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0)
+    feed(agent, contexts[:119], actions[:119], rewards[:119])
+    theta_hat = agent.theta_hat.clone()
+    feed(agent, contexts[119:], actions[119:], rewards[119:])
+    assert torch.equal(agent.theta_hat, theta_hat)
+    torch.testing.assert_close(agent.hessian_cholesky @ agent.hessian_cholesky.mT, agent.hessian(theta_hat),
+                               rtol=1e-5, atol=1e-4)
 
 
 def test_logistic_gradient_is_autograd_of_the_loss_and_the_loss_is_stable():
@@ -107,6 +138,8 @@ def test_random_rounds_first_per_replica():
         (UCBGLM, {"exploration_scale": -0.5}, r"exploration_scale must be a finite number >= 0, got -0\.5"),
         (UCBGLM, {"n_mle_steps": 0}, r"n_mle_steps must be an integer >= 1, got 0"),
         (UCBGLM, {"n_explore_rounds": -1}, r"n_explore_rounds must be an integer >= 0, got -1"),
+        (UCBGLM, {"refit_growth": -0.1}, "refit_growth"),
+        (GLMTSL, {"refit_growth": float("nan")}, "refit_growth"),
         (GLMTSL, {"lambda_reg": 0.0}, r"lambda_reg must be a finite number > 0, got 0\.0"),
         (GLMTSL, {"n_mle_steps": 2.5}, "n_mle_steps"),
         (SGDTS, {"step_size": 0.0}, r"step_size must be a finite number > 0, got 0\.0"),
