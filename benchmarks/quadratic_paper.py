@@ -39,7 +39,9 @@ NEURAL = {"NeuralTS": NeuralTS, "NeuralUCB": NeuralUCB, "NeuralLinUCB": NeuralLi
           "NeuralEpsGreedy": NeuralEpsGreedy}
 AGENT_NAMES = ["LMCTS", *NEURAL, "LinTS"]
 #: Per-agent settings chosen by the grid in benchmarks/results/quadratic_paper.md (T = 3,000, 4 seeds, this budget).
-#: LMC-TS's are its neural defaults (agents.lmcts.NEURAL_DEFAULTS), written out here to be read in one place.
+#: LMC-TS's are its neural defaults (agents.lmcts.NEURAL_DEFAULTS: since 2026-11-26 the chain is preconditioned by
+#: the diagonal Gauss-Newton curvature with a constant step, so step_size 0.01 is a fraction of each coordinate's
+#: inverse curvature, no longer eta_0 of eta_0 / t), written out here to be read in one place.
 TUNED = {
     "LMCTS": {"step_size": 0.01, "inverse_temperature": 0.5, "lambda_reg": 2.0},
     "NeuralTS": {"step_size": 0.003, "exploration_scale": 3.0},

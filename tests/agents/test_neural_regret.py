@@ -1,4 +1,4 @@
-"""Neural LMC-TS and NeuralTS learn the quadratic bandit on (nearly) every seed, whatever the rounding.
+"""Neural LMC-TS learns the quadratic bandit on (nearly) every seed, whatever the rounding; NeuralTS on most.
 
 ``QuadraticBandit-v0`` (d = 20, 50 new arms per round, r = 10 (x . theta*)^2 + N(0, 1)), every agent at its
 defaults (a 20-20-20 leaky-ReLU MLP, K = 10 steps on mini-batches of 32 rows per round), 10 seeds as one batch.
@@ -9,19 +9,21 @@ its regret per round over the window below is under ``LEARNT`` = 0.3.
 Why a count of seeds and not a mean, and why these margins. Whether one seed gets stuck is a chaotic function
 of float rounding: the same code with the compiled kernels on or off (or another BLAS, or another CPU) plays
 different arms after a few hundred rounds. So no test may pin one seed's outcome; what is reproducible is the
-rate. Before the preconditioned chain (``agents/lmcts.py``) neural LMC-TS left 1-3 of seeds 0-9 stuck past
-round 2,000 depending on the kernel switch, and the old test of a 4-seed mean passed or failed with it. Now
-(measured, seeds 0-9, regret of rounds 2,001-3,000 per seed):
+rate, and each test asks for a count that a plausible rate meets with a false-alarm chance of a few percent
+at most. Before the preconditioned chain (``agents/lmcts.py``) neural LMC-TS left 1-3 of seeds 0-9 stuck past
+round 2,000 depending on the kernel switch, and the old test of a 4-seed mean passed or failed with it.
+Measured now (regret of rounds 2,001-3,000 per seed):
 
-- LMC-TS, kernels on [96, 74, 58, 101, 78, 90, 51, 79, 72, 85], off [99, 81, 59, 93, 72, 88, 59, 118, 78, 74]
-  (0.05-0.12 per round: the threshold is 2.5x the worst seed; a stuck seed is 1.5x above it);
-- NeuralTS, on [143, 193, 169, 140, 132, 230, 175, 115, 144, 143], off [133, 173, 184, 142, 128, 238, 167,
-  126, 138, 149] (worst seed 0.24 per round, 0.06 below the threshold);
-- on seeds 10-39 (the slow test below, and ``benchmarks/results/quadratic_paper.md``) no seed of either agent
-  was stuck at round 2,000 or 3,000, kernels on or off; so the per-seed rate is below ~5%, and the test's
-  "at least 9 of 10" (the deliverable of issue 20) fails by chance with probability below ~9% at that bound
-  and about 1.6% at a 2% rate; a stuck rate of the old chain's 20% fails it 62% of the time.
-
+- LMC-TS, seeds 0-9, kernels on [96, 74, 58, 101, 78, 90, 51, 79, 72, 85], off [99, 81, 59, 93, 72, 88, 59, 118,
+  78, 74]; seeds 10-29 off: all 20 at 54-99; seeds 10-39 on, T = 2,000: all 30 under 0.15 per round in rounds
+  1,501-2,000. No stuck seed in 70 runs: rate below ~4% (95%). The threshold is 2.5x the worst seed and 1.5x
+  under a stuck one. "At least 9 of 10" fails by chance with probability 0.4% at a 1% rate, 7% at 4%.
+- NeuralTS, seeds 0-9, on [143, 193, 169, 140, 132, 230, 175, 115, 144, 143], off [133, 173, 184, 142, 128, 238,
+  167, 126, 138, 149]; but seeds 10-29 (kernels on): 5 of 20 above the threshold (409-641; the others 119-289).
+  NeuralTS does NOT learn on 9 of 10 seeds reliably: about 1 seed in 4-8 has a mean network that still ranks
+  the arms badly at round 3,000 (its greedy choice's regret equals its played regret, 0.6-0.7 per round, and
+  its exploration widths are small, 0.1-0.2: a fitting problem, not an exploration one; a diagonally
+  preconditioned gradient descent did not help). Its test asks for 5 of 10 (false alarm 2% at a 25% rate).
 The default run costs about 75 s on a quiet 2-core CPU (one kernel setting: the ``kernels`` fixture is
 overridden; CI runs the ``learning`` marker once more with ``BANDIT_GYM_KERNELS=0``).
 """
@@ -41,8 +43,8 @@ from agents.neural import NeuralTS
 pytestmark = [pytest.mark.usefixtures("one_torch_thread"), pytest.mark.learning]  # tests/conftest.py
 
 HORIZON, WINDOW = 3000, (2000, 3000)  # regret of rounds 2,001-3,000
-#: Regret per round under which a seed has learnt: between a learnt seed (at most 0.24 measured) and the
-#: one-sign level of a linear model or a stuck network (0.45-0.5).
+#: Regret per round under which a seed has learnt: between a learnt seed (LMC-TS at most 0.12 measured, NeuralTS
+#: 0.29) and the one-sign level of a linear model or a stuck network (0.45-0.5).
 LEARNT = 0.3
 
 
@@ -75,19 +77,19 @@ def test_a_linear_model_stays_at_the_one_sign_level():
     assert (linear > 0.4).all(), linear
 
 
-@pytest.mark.parametrize("name", ["LMCTS", "NeuralTS"])
-def test_neural_agent_learns_on_at_least_9_of_10_seeds(name):
-    """Seeds 0-9 at the defaults: at least 9 under ``LEARNT`` regret per round in rounds 2,001-3,000 (margins and
-    the chance of a false alarm: the module docstring)."""
+@pytest.mark.parametrize(("name", "at_least"), [("LMCTS", 9), ("NeuralTS", 5)])
+def test_neural_agent_learns_on_most_seeds(name, at_least):
+    """Seeds 0-9 at the defaults: at least ``at_least`` of 10 under ``LEARNT`` regret per round in rounds
+    2,001-3,000 (the rates measured and the chance of a false alarm: the module docstring)."""
     regret = window_regret(name, 0, 10)
-    assert (regret < LEARNT).sum() >= 9, (name, regret.round(3))
+    assert (regret < LEARNT).sum() >= at_least, (name, regret.round(3))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["LMCTS"])
-def test_neural_agent_learns_on_at_least_18_of_20_further_seeds(name):
-    """Seeds 10-29, the same verdict: at least 18 of 20 learnt (measured: all of them, kernels on and off). A
-    per-seed stuck rate of 2% fails it with probability 0.7%; the old chain's ~20% fails it 79% of the time.
-    About 150 s."""
+@pytest.mark.parametrize(("name", "at_least"), [("LMCTS", 18), ("NeuralTS", 10)])
+def test_neural_agent_learns_on_most_further_seeds(name, at_least):
+    """Seeds 10-29, the same verdict. LMC-TS: at least 18 of 20 (measured: all 20, kernels on and off; a 1% stuck
+    rate fails it with probability 0.1%, the old chain's ~20% 79% of the time). NeuralTS: at least 10 of 20
+    (measured 15 with the kernels on; false alarm 0.4% at a 25% rate). About 150 s."""
     regret = window_regret(name, 10, 20)
-    assert (regret < LEARNT).sum() >= 18, (name, regret.round(3))
+    assert (regret < LEARNT).sum() >= at_least, (name, regret.round(3))
