@@ -2,20 +2,21 @@
 
 A checkpoint holds what the rounds played so far made, never the env: the agent's state (its
 ``_state()`` tensors, the ones ``save`` writes, and its round ``t``), the arms played and the regret
-of every round so far ``(k, R)``, and the time spent: in all, in arm selection and in updates (a continued
-cell's times include the runs before it). The env is a pure
-function of its seeds and the arms played, so on resume it is reset with the agent's seeds and the
-``k`` recorded rounds are stepped again (about 40 us a round); the regret it gives back must equal
-the recorded one, else the checkpoint is not used. The rounds after ``k`` are then those of a run
-that was never interrupted, bit for bit (same seed, batch and device; tested).
+of every round so far ``(k, R)``, and the time spent in all, in arm selection and in updates (a
+continued cell's times include the runs before it). The env is a pure function of its seeds and the
+arms played, so on resume it is reset with the agent's seeds and the ``k`` recorded rounds are
+stepped again (about 40 us a round); the regret it gives back must equal the recorded one, else the
+checkpoint is not used. The rounds after ``k`` are then those of a run that was never interrupted,
+bit for bit (same seed, batch and device; tested for every agent class).
 
 A checkpoint is bound to what makes the cell's numbers (the cell config, the batch's grid points,
-the device, the kernel switch and the package versions); one made otherwise is removed and the
-batch starts at round 1. It is written atomically (:func:`experiments.results.write_atomic`) at most
-every ``every_s`` seconds of play and when the run is interrupted, and removed when the cell is
-written. Files: ``DIR/checkpoints/<label>.pt`` for the whole batch, ``<label>.point<p>.pt`` for grid
-point ``p`` played alone after the batch diverged. Read with ``torch.load(weights_only=True)``: no
-code runs.
+the device, the package versions and the kernel switch); one made otherwise, or one that cannot be
+read, is named, removed, and the batch starts at round 1. It is written atomically
+(:func:`experiments.storage.write_atomic`) every ``every_s`` seconds of play at most (and no sooner
+than ten times the last save's duration), and when the run is interrupted; it is removed when the
+cell is written. Files: ``DIR/checkpoints/<label>/batch.pt`` for the whole batch, ``point<p>.pt``
+for grid point ``p`` played alone after the batch diverged. Read with
+``torch.load(weights_only=True)``: no code runs.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from experiments.results import write_atomic
+from experiments.storage import write_atomic
 
 FORMAT_VERSION = 1
 #: Seconds of play between two checkpoints (a checkpoint of a neural agent writes its history: keep it rare).
@@ -61,13 +62,17 @@ class Checkpoint:
         self.path, self.every_s = Path(path), every_s
         self.key = json.loads(json.dumps(key))  # as it reads back (tuples as lists)
         self._last = self._created = time.monotonic()
+        self._save_s = 0.0  # how long the last save took
         self.note: str | None = None  # what load() did, for the log
 
     def due(self) -> bool:
-        return time.monotonic() - self._last >= self.every_s
+        """Whether ``every_s`` seconds have passed since the last save, and ten times that save's duration (a
+        large state, a slow disk: checkpoints cost at most about a tenth of the run)."""
+        return time.monotonic() - self._last >= max(self.every_s, 10 * self._save_s)
 
     def save(self, agent, progress: Progress) -> None:
         """Write the agent's state after ``progress.rounds`` rounds (call it between rounds only)."""
+        start = time.monotonic()
         rows = [r.cpu().numpy() if isinstance(r, torch.Tensor) else np.asarray(r) for r in progress.regret]
         payload = {"format": FORMAT_VERSION, "key": self.key, "t": agent.t, "rounds": progress.rounds,
                    "state": {name: value.detach().cpu() for name, value in agent._state().items()},
@@ -79,6 +84,7 @@ class Checkpoint:
         torch.save(payload, buffer)
         write_atomic(self.path, buffer.getvalue())
         self._last = time.monotonic()
+        self._save_s = self._last - start
 
     def load(self, agent, env) -> tuple[Progress, Any] | None:
         """Restore ``agent`` (fresh, seeded) and ``env`` to the checkpoint; returns the progress and the

@@ -102,7 +102,10 @@ def hold_lock(folder: Path) -> Iterator[None]:
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        except OSError as exc:
+            if not isinstance(exc, BlockingIOError):  # e.g. ENOLCK: a file system without locks
+                raise ResultsWriteError(f"cannot lock {file}: {exc.strerror or exc}; give --out a directory on a "
+                                        "local disk", exc.errno) from None
             holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
             raise ResultsLockedError(f"{folder} is in use by another run ({holder}); nothing was run: "
                                      "wait for it to finish, or give another --out DIR") from None

@@ -226,3 +226,27 @@ def test_sigint_to_a_run_checkpoints_and_the_same_command_continues_bit_for_bit(
     reference = runner.run_experiment(config, tmp_path / "reference", log=lambda line: None).read_cells()
     for a, b in zip(ResultsDir(out).read_cells(), reference, strict=True):
         np.testing.assert_array_equal(a.regret, b.regret)
+
+
+def test_a_point_played_alone_after_the_batch_diverged_continues_from_its_own_checkpoint(write_config, tmp_path,
+                                                                                         monkeypatch):
+    text = CONFIG.split("agents:")[0] + "agents:\n  LMCTS: {fixed: {n_inner_steps: 5}, grid: {step_size: [0.01, 50]}}\n"
+    config = load_config(write_config(text, "diverging.yaml"))
+    uninterrupted = runner.run_cell(config, "LMCTS")
+    assert uninterrupted.record["diverged"] == [False, True]
+    cls, folder = catalog.agent_classes()["LMCTS"], tmp_path / "LMCTS"
+    predict = cls.predict
+
+    def stopped_alone(agent, *args, **kwargs):  # Ctrl-C while grid point 0 is played alone
+        if agent.num_replicas == config.seeds and agent.t == STOP_AT:
+            raise KeyboardInterrupt
+        return predict(agent, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(cls, "predict", stopped_alone)
+        with pytest.raises(KeyboardInterrupt, match="point0.pt holds the cell's last checkpoint"):
+            runner.run_cell(config, "LMCTS", checkpoint_dir=folder, checkpoint_every_s=1e9)
+    resumed = runner.run_cell(config, "LMCTS", checkpoint_dir=folder)
+    assert f"continues from its checkpoint point0.pt at round {STOP_AT}" in resumed.record["notes"]
+    assert resumed.record["diverged"] == [False, True] and resumed.record["errors"] == uninterrupted.record["errors"]
+    np.testing.assert_array_equal(resumed.regret, uninterrupted.regret)
