@@ -122,9 +122,11 @@ def test_a_cell_that_fails_mid_way_continues_from_its_last_periodic_checkpoint(c
         patch.setattr(cls, "update", fails)
         failed = runner.run_cell(config, "LinTS", checkpoint_dir=folder, checkpoint_every_s=0.0)  # every round
     assert failed.failed
-    assert torch.load(folder / "batch.pt", weights_only=True)["rounds"] == STOP_AT - 1
+    # every_s = 0: the first round's checkpoint at least (later ones wait ten times a save's duration)
+    rounds = torch.load(folder / "batch.pt", weights_only=True)["rounds"]
+    assert 1 <= rounds <= STOP_AT - 1
     resumed = runner.run_cell(config, "LinTS", checkpoint_dir=folder)
-    assert resumed.record["notes"] == [f"continues from its checkpoint batch.pt at round {STOP_AT}"]
+    assert resumed.record["notes"] == [f"continues from its checkpoint batch.pt at round {rounds + 1}"]
     np.testing.assert_array_equal(resumed.regret, uninterrupted.regret)
 
 
