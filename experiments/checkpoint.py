@@ -55,6 +55,16 @@ class Progress:
         return len(self.regret)
 
 
+def stack_rows(rows: list[Any]) -> np.ndarray:
+    """Per-round rows ``(R,)`` as ``(k, R)`` float64: numpy rows (from the env, or restored from a checkpoint:
+    those come first) then torch rows (an env that hands out tensors, on any device: one copy to the host)."""
+    split = next((i for i, row in enumerate(rows) if isinstance(row, torch.Tensor)), len(rows))
+    parts = [np.stack([np.asarray(row) for row in rows[:split]])] if split else []
+    if split < len(rows):
+        parts.append(torch.stack(rows[split:]).cpu().numpy())
+    return np.concatenate(parts).astype(np.float64)
+
+
 class Checkpoint:
     """One batch's checkpoint file; ``key`` is what must match for it to be used (JSON values)."""
 
@@ -73,11 +83,10 @@ class Checkpoint:
     def save(self, agent, progress: Progress) -> None:
         """Write the agent's state after ``progress.rounds`` rounds (call it between rounds only)."""
         start = time.monotonic()
-        rows = [r.cpu().numpy() if isinstance(r, torch.Tensor) else np.asarray(r) for r in progress.regret]
         payload = {"format": FORMAT_VERSION, "key": self.key, "t": agent.t, "rounds": progress.rounds,
                    "state": {name: value.detach().cpu() for name, value in agent._state().items()},
                    "actions": torch.from_numpy(np.stack(progress.actions).astype(np.int64)),  # (k, R)
-                   "regret": torch.from_numpy(np.stack(rows).astype(np.float64)),  # (k, R)
+                   "regret": torch.from_numpy(stack_rows(progress.regret)),  # (k, R)
                    "select_s": progress.select_s, "update_s": progress.update_s,
                    "wall_s": progress.earlier_s + time.monotonic() - self._created}
         buffer = io.BytesIO()

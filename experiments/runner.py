@@ -40,7 +40,7 @@ import torch
 
 from bandit_gym.threads import policy
 from experiments import catalog
-from experiments.checkpoint import EVERY_S, Checkpoint, DeferredInterrupt, Progress
+from experiments.checkpoint import EVERY_S, Checkpoint, DeferredInterrupt, Progress, stack_rows
 from experiments.config import AgentSpec, ExperimentConfig
 from experiments.results import ResultsDir, final_regret_stats, package_versions
 
@@ -279,10 +279,9 @@ def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | N
         finally:
             if bar is not None:
                 bar.close()
-    regret = _as_numpy(torch.stack(done.regret) if isinstance(done.regret[0], torch.Tensor)
-                       else np.stack(done.regret))  # (T, R)
+    regret = stack_rows(done.regret)  # (T, R)
     notes = (checkpoint.note,) if checkpoint is not None and checkpoint.note else ()
-    return _Played(regret.astype(np.float64).reshape(total, -1), [], done.select_s, done.update_s, notes,
+    return _Played(regret.reshape(total, -1), [], done.select_s, done.update_s, notes,
                    done.earlier_s)
 
 

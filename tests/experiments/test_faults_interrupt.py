@@ -252,3 +252,27 @@ def test_a_point_played_alone_after_the_batch_diverged_continues_from_its_own_ch
     assert f"continues from its checkpoint point0.pt at round {STOP_AT}" in resumed.record["notes"]
     assert resumed.record["diverged"] == [False, True] and resumed.record["errors"] == uninterrupted.record["errors"]
     np.testing.assert_array_equal(resumed.regret, uninterrupted.regret)
+
+
+def test_an_env_that_hands_out_tensors_continues_bit_for_bit(tmp_path, monkeypatch):
+    # The env of a CUDA run hands out torch tensors; on resume the restored rows are numpy, the new ones tensors.
+    import gymnasium as gym
+
+    from experiments.checkpoint import Checkpoint
+
+    def env():
+        return gym.make_vec("LinearBandit-v0", num_envs=3, vectorization_mode="vector_entry_point", horizon=20,
+                            n_arms=4, dim=3, array_type="torch")
+
+    def agent():
+        return catalog.agent_classes()["LinTS"](env(), seed=3, device="cpu")
+
+    uninterrupted = runner.play_rounds(agent(), env(), 20)
+    checkpoint = Checkpoint(tmp_path / "batch.pt", {"test": 1}, every_s=1e9)
+    with monkeypatch.context() as patch:
+        _interrupt_in_predict(patch, catalog.agent_classes()["LinTS"], STOP_AT)
+        with pytest.raises(KeyboardInterrupt):
+            runner.play_rounds(agent(), env(), 20, checkpoint=checkpoint)
+    resumed = runner.play_rounds(agent(), env(), 20, checkpoint=Checkpoint(tmp_path / "batch.pt", {"test": 1}))
+    assert resumed.notes == (f"continues from its checkpoint batch.pt at round {STOP_AT}",)
+    np.testing.assert_array_equal(resumed.regret, uninterrupted.regret)
