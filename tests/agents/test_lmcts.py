@@ -100,11 +100,29 @@ def test_lmcts_divergence_raises_naming_round_and_step_size():
         ({"step_schedule": "exponential"}, r"step_schedule must be one of \['inverse_t', 'constant'\], got 'expo"),
         ({"model": "glm", "batch_size": 0}, r"batch_size must be an integer >= 1, got 0"),
         ({"batch_size": 16}, r"batch_size must be None \(full batch\) for model='linear', got 16"),
+        ({"batch_size": "full"}, r"batch_size .* got 'full'"),
+        ({"preconditioner": "full"}, r"preconditioner must be one of \['none', 'diagonal'\], got 'full'"),
+        ({"model": "glm", "preconditioner": "diagonal"}, r"preconditioner must be 'none' for model='glm'"),
     ],
 )
 def test_lmcts_bad_hyperparameters_raise_named_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         LMCTS(n_arms=4, dim=3, seed=0, device="cpu", **kwargs)
+
+
+def test_lmcts_defaults_keep_a_rounds_cost_flat():
+    """The defaults per model: the linear model's K = 100 steps are O(d^2) each; the history models take K steps on
+    mini-batches (glm K = 20, B = 64; neural K = 10, B = 32, preconditioned, constant step); batch_size=None is
+    still the full batch."""
+    def resolved(**kwargs):
+        h = LMCTS(n_arms=4, dim=3, seed=0, device="cpu", **kwargs).hyperparameters()
+        return h["n_inner_steps"], h["batch_size"], h["step_schedule"], h["preconditioner"]
+
+    assert resolved() == (100, None, "inverse_t", "none")
+    assert resolved(model="glm") == (20, 64, "inverse_t", "none")
+    assert resolved(model="mlp") == (10, 32, "constant", "diagonal")
+    assert resolved(model="glm", batch_size=None, n_inner_steps=100) == (100, None, "inverse_t", "none")
+    assert resolved(model="mlp", preconditioner="none", step_schedule="inverse_t")[2:] == ("inverse_t", "none")
 
 
 def test_lmcts_paper_inverse_temperature_scaling():
