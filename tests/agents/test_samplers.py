@@ -167,6 +167,7 @@ CASES = [
     ("FGLMCTS", FGLMCTS, {"n_inner_steps": 10}, ("lambda_fg", [0.1, 2.0])),
     ("FGLMCTS-glm", FGLMCTS, {"model": "glm", "n_inner_steps": 5, "batch_size": 8}, ("step_size", [0.3, 0.9])),
     ("MALATS", MALATS, {"n_inner_steps": 10}, ("step_size", [0.1, 0.6])),
+    ("MALATS-glm", MALATS, {"model": "glm", "n_inner_steps": 5}, ("inverse_temperature", [3.0, 100.0])),
     ("HMCTS", HMCTS, {"n_inner_steps": 4, "n_leapfrog": 3}, ("inverse_temperature", [3.0, 300.0])),
     ("ULMCTS", ULMCTS, {"n_inner_steps": 10}, ("friction", [0.3, 3.0])),
     ("EnsembleSampling", EnsembleSampling, {"n_members": 4}, ("inverse_temperature", [1.0, 100.0])),
