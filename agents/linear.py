@@ -167,7 +167,8 @@ class _RidgeStatistics:
         self.rows_seen += z.shape[1]
         if _is_power_of_two(self.t + 1):
             prior = self.lambda_reg[:, None] * feature_scales(self.square_sum, self.rows_seen)  # (R, p)
-            self.gram = self.gram + torch.diag_embed((prior - self.prior).double())  # V with the new lambda D
+            # V with the new lambda D; the change in float64 (in float32, 1e-8 - 1 rounds to -1 and leaves V singular)
+            self.gram = self.gram + torch.diag_embed(prior.double() - self.prior.double())
             self.prior = prior
             self._set_inverse(self.gram)
 
