@@ -24,8 +24,8 @@ Measured now (regret of rounds 2,001-3,000 per seed):
   the arms badly at round 3,000 (its greedy choice's regret equals its played regret, 0.6-0.7 per round, and
   its exploration widths are small, 0.1-0.2: a fitting problem, not an exploration one; a diagonally
   preconditioned gradient descent did not help). Its test asks for 5 of 10 (false alarm 2% at a 25% rate).
-The default run costs about 75 s on a quiet 2-core CPU (one kernel setting: the ``kernels`` fixture is
-overridden; CI runs the ``learning`` marker once more with ``BANDIT_GYM_KERNELS=0``).
+The default run costs about 85 s on a quiet 2-core CPU, 128 s measured at load 4 (one kernel setting: the
+``kernels`` fixture is overridden; CI runs the ``learning`` marker once more with ``BANDIT_GYM_KERNELS=0``).
 """
 
 from __future__ import annotations
