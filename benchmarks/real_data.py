@@ -37,8 +37,8 @@ import numpy as np
 import torch
 
 import bandit_gym  # noqa: F401  (registers the envs)
-from agents import (GLMTSL, LMCTS, SGDTS, UCBGLM, EpsGreedy, LinTS, LinUCB, NeuralEpsGreedy, NeuralLinUCB, NeuralTS,
-                    NeuralUCB, UniformRandom)
+from agents import (FGLMCTS, GLMTSL, HMCTS, LMCTS, MALATS, SGDTS, UCBGLM, ULMCTS, EnsembleSampling, EpsGreedy, LinTS,
+                    LinUCB, NeuralEpsGreedy, NeuralLinUCB, NeuralTS, NeuralUCB, UniformRandom)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import GrowingTable  # noqa: E402
@@ -53,7 +53,9 @@ AGENTS = {
     "LMCTS": (LMCTS, {}), "LMCTS-glm": (LMCTS, {"model": "glm"}), "LMCTS-mlp": (LMCTS, {"model": "mlp"}),
     "UCBGLM": (UCBGLM, {}), "GLMTSL": (GLMTSL, {}), "SGDTS": (SGDTS, {}),
     "NeuralUCB": (NeuralUCB, {}), "NeuralTS": (NeuralTS, {}), "NeuralLinUCB": (NeuralLinUCB, {}),
-    "NeuralEpsGreedy": (NeuralEpsGreedy, {}), "UniformRandom": (UniformRandom, {}),
+    "NeuralEpsGreedy": (NeuralEpsGreedy, {}),
+    "FGLMCTS": (FGLMCTS, {}), "MALATS": (MALATS, {}), "HMCTS": (HMCTS, {}), "ULMCTS": (ULMCTS, {}),
+    "EnsembleSampling": (EnsembleSampling, {}), "UniformRandom": (UniformRandom, {}),
 }
 REFERENCE = "numpy LinUCB (textbook: alpha = 1, ridge 1)"
 
