@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv
+from bandit_gym.feedback import BatchedFeedback, DelayedFeedback, Drift
 from bandit_gym.registration import register_envs
 
 __version__ = "0.1.0"
@@ -23,4 +24,5 @@ __version__ = "0.1.0"
 #: Ids of every env registered at import.
 ENV_IDS: tuple[str, ...] = tuple(register_envs())
 
-__all__ = ["BanditEnv", "BanditSimulator", "BanditVectorEnv", "ENV_IDS", "register_envs", "__version__"]
+__all__ = ["BanditEnv", "BanditSimulator", "BanditVectorEnv", "BatchedFeedback", "DelayedFeedback", "Drift", "ENV_IDS",
+           "register_envs", "__version__"]

@@ -52,6 +52,8 @@ class Stream(enum.IntEnum):
     CONTEXT = 2  #: per-round arm features / the order of data rows
     REWARD = 3  #: per-round reward noise
     EPISODE = 4  #: the next episode's key after an unseeded reset
+    DRIFT = 5  #: the new worlds of bandit_gym.feedback.Drift
+    FEEDBACK = 6  #: the random delays of bandit_gym.feedback.DelayedFeedback
     # agents
     TIES = 16  #: random tie-breaking among maximisers
     SAMPLE = 17  #: posterior samples and Langevin noise

@@ -1,0 +1,368 @@
+"""Feedback settings beyond the paper's protocol: delayed, batched and drifting, as Gymnasium wrappers.
+
+Each wrapper takes a single bandit env or a native batched env (``gym.make_vec(...,
+vectorization_mode="vector_entry_point")``) and returns a wrapper of the same kind.
+
+Delayed and batched feedback (:class:`DelayedFeedback`, :class:`BatchedFeedback`): the reward of
+round ``s`` (rounds counted from 0 at ``reset``) is revealed at the end of a later round ``due(s) >= s``.
+``step``'s ``info`` then holds the rounds revealed by this step, oldest first::
+
+    info["revealed_rounds"]    (n,) int64      (R, n) for a batched env, the same row for every replica
+    info["revealed_rewards"]   (n,) float64    (R, n)
+    info["revealed_actions"]   (n,) int64      (R, n)
+
+and ``step`` returns as its reward the sum of the revealed rewards (0.0 when none arrive). On the last
+round of an episode everything still pending is revealed. With ``delay=0`` or ``batch_size=1`` each
+round reveals itself: the reward and every other value are the wrapped env's, bit for bit. The agents'
+``learn`` reads these keys (:class:`agents.feedback.PendingRounds`): it keeps each round's arm features
+and learns from a round when its reward arrives. A batched env's replicas share the feedback channel's
+schedule (the delays), so one update per revealed round stays one batched operation.
+
+Drift (:class:`Drift`): the world changes while the agent plays. The synthetic envs' ``theta*`` rotates
+slowly (``kind="rotation"``) or is drawn anew every ``every`` rounds (``kind="abrupt"``); the dataset
+envs' classes swap their rewards by a random permutation every ``every`` rounds. Rewards, ``regret``,
+``expected_rewards`` and ``optimal_action`` in ``info`` are those of the world of the round they describe.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import VectorEnv, VectorWrapper
+
+from bandit_gym import rng
+from bandit_gym.rng import Stream
+from bandit_gym.synthetic import SyntheticBanditSimulator
+
+REVEALED_KEYS = ("revealed_rounds", "revealed_rewards", "revealed_actions")
+
+
+def _as_numpy(x: Any, dtype: type) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x, dtype=dtype).reshape(-1)
+
+
+class _Schedule:
+    """The rounds played whose rewards are pending, and which of them a step reveals."""
+
+    def _clear(self) -> None:
+        self._pending: list[tuple[int, int, np.ndarray, np.ndarray]] = []  # (round, due, rewards (R,), actions (R,))
+        self._round = 0  # the round about to be played, from 0 at reset
+        self._episode = getattr(self, "_episode", -1) + 1
+
+    def _due(self, played: int) -> int:
+        raise NotImplementedError
+
+    def _settle(self, rewards: np.ndarray, actions: np.ndarray, ended: bool) -> tuple[np.ndarray, ...]:
+        """Record round ``self._round``; return the revealed ``(rounds (n,), rewards (R, n), actions (R, n))``."""
+        played = self._round
+        self._pending.append((played, self._due(played), rewards, actions))
+        self._round += 1
+        now = [p for p in self._pending if ended or p[1] <= played]
+        self._pending = [p for p in self._pending if not (ended or p[1] <= played)]
+        R = len(rewards)
+        if not now:
+            return np.empty(0, np.int64), np.empty((R, 0)), np.empty((R, 0), np.int64)
+        return (np.array([p[0] for p in now], np.int64), np.stack([p[2] for p in now], axis=1),
+                np.stack([p[3] for p in now], axis=1))
+
+
+class _DelaySchedule(_Schedule):
+    """``due(s) = s + delay_s``: a fixed delay, or one drawn uniformly from ``[low, high]`` per round."""
+
+    def _init_delay(self, delay: Any, delay_seed: int) -> None:
+        if isinstance(delay, numbers.Integral) and not isinstance(delay, bool) and delay >= 0:
+            self.delay, self._low, self._high = int(delay), int(delay), int(delay)
+        elif (isinstance(delay, (tuple, list)) and len(delay) == 2
+              and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in delay)
+              and 0 <= delay[0] <= delay[1]):
+            self.delay, self._low, self._high = (int(delay[0]), int(delay[1])), int(delay[0]), int(delay[1])
+        else:
+            raise ValueError(f"delay must be an integer >= 0 (rounds) or a pair [low, high] of integers with "
+                             f"0 <= low <= high (a delay drawn uniformly per round), got {delay!r}")
+        self.delay_seed = rng.check_seed(delay_seed, "delay_seed")
+        self._delay_key = rng.seed_to_key(self.delay_seed)  # (1,)
+        self._clear()
+
+    def _due(self, played: int) -> int:
+        if self._low == self._high:
+            return played + self._low
+        # One draw per (episode, round) of the channel's own stream: the same for every replica.
+        u = float(rng.uniform(self._delay_key, Stream.FEEDBACK, (self._episode << 32) + played, ())[0])
+        return played + self._low + int(u * (self._high - self._low + 1))
+
+
+class _BatchSchedule(_Schedule):
+    """``due(s)``: the last round of ``s``'s batch of ``batch_size`` rounds."""
+
+    def _init_batch(self, batch_size: Any) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1 (rounds per batch), got {batch_size!r}")
+        self.batch_size = int(batch_size)
+        self._clear()
+
+    def _due(self, played: int) -> int:
+        return (played // self.batch_size + 1) * self.batch_size - 1
+
+
+class _SingleFeedback(gym.Wrapper):
+    """The single-env face of a schedule."""
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._clear()
+        return obs, info
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        played = self._round
+        rounds, rewards, actions = self._settle(np.array([reward], np.float64), _as_numpy(action, np.int64),
+                                                bool(terminated or truncated))
+        info = {**info, "revealed_rounds": rounds, "revealed_rewards": rewards[0], "revealed_actions": actions[0]}
+        if not (len(rounds) == 1 and rounds[0] == played):  # a round revealing itself keeps the env's reward
+            reward = float(rewards[0].sum())
+        return obs, reward, terminated, truncated, info
+
+
+class _VectorFeedback(VectorWrapper):
+    """The batched-env face of a schedule (``AutoresetMode.NEXT_STEP``: a step after the last round only resets)."""
+
+    def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._clear()
+        self._resets_next = False
+        return obs, info
+
+    def step(self, actions: Any):
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        if getattr(self, "_resets_next", False):  # this step was the autoreset
+            self._clear()
+            self._resets_next = False
+            return obs, reward, terminated, truncated, info
+        ended = bool(np.any(_as_numpy(terminated, bool)) or np.any(_as_numpy(truncated, bool)))
+        self._resets_next = ended
+        played = self._round
+        rounds, rewards, acts = self._settle(_as_numpy(reward, np.float64), _as_numpy(actions, np.int64), ended)
+        R = self.num_envs
+        info = {**info, "revealed_rounds": np.broadcast_to(rounds, (R, len(rounds))).copy(),
+                "revealed_rewards": rewards, "revealed_actions": acts}
+        for key in REVEALED_KEYS:
+            info[f"_{key}"] = np.ones(R, dtype=bool)
+        if not (len(rounds) == 1 and rounds[0] == played):
+            total = rewards.sum(axis=1)  # (R,)
+            reward = torch.as_tensor(total, device=reward.device) if isinstance(reward, torch.Tensor) else total
+        return obs, reward, terminated, truncated, info
+
+
+def _dispatch(cls: type, vector_cls: type, env: Any, args: tuple, kwargs: dict):
+    """``cls``'s instance for a single env; for a batched env, a whole ``vector_cls`` (which Python then leaves
+    as it is: it is no ``cls``)."""
+    if isinstance(env, VectorEnv):
+        return vector_cls(env, *args, **kwargs)
+    return object.__new__(cls)
+
+
+class DelayedFeedbackVector(_DelaySchedule, _VectorFeedback):
+    """:class:`DelayedFeedback` over a batched env (what ``DelayedFeedback(venv, ...)`` returns)."""
+
+    def __init__(self, env: VectorEnv, delay: Any = 0, delay_seed: int = 0) -> None:
+        _VectorFeedback.__init__(self, env)
+        self._init_delay(delay, delay_seed)
+
+
+class DelayedFeedback(_DelaySchedule, _SingleFeedback):
+    """Each round's reward arrives ``delay`` rounds later, through ``info`` (module docstring).
+
+    Args:
+        env: A single bandit env, or a native batched env (then a :class:`DelayedFeedbackVector` is returned).
+        delay: Rounds until a round's reward is revealed: an integer ``>= 0`` (0: at once, the plain env), or
+            ``[low, high]``: each round's delay drawn uniformly from ``low .. high`` (inclusive).
+        delay_seed: Seed of the random delays (their own stream; the same for every replica and episode
+            count, so a batched env's replica ``i`` sees the single env's delays).
+
+    Example:
+        >>> import gymnasium as gym, bandit_gym
+        >>> from bandit_gym.feedback import DelayedFeedback
+        >>> env = DelayedFeedback(gym.make("LinearBandit-v0", horizon=5), delay=2)
+        >>> obs, info = env.reset(seed=0)
+        >>> [list(env.step(0)[4]["revealed_rounds"]) for _ in range(5)]
+        [[], [], [0], [1], [2, 3, 4]]
+    """
+
+    def __new__(cls, env: Any = None, *args: Any, **kwargs: Any):
+        return _dispatch(cls, DelayedFeedbackVector, env, args, kwargs)
+
+    def __init__(self, env: gym.Env, delay: Any = 0, delay_seed: int = 0) -> None:
+        _SingleFeedback.__init__(self, env)
+        self._init_delay(delay, delay_seed)
+
+
+class BatchedFeedbackVector(_BatchSchedule, _VectorFeedback):
+    """:class:`BatchedFeedback` over a batched env (what ``BatchedFeedback(venv, ...)`` returns)."""
+
+    def __init__(self, env: VectorEnv, batch_size: Any = 1) -> None:
+        _VectorFeedback.__init__(self, env)
+        self._init_batch(batch_size)
+
+
+class BatchedFeedback(_BatchSchedule, _SingleFeedback):
+    """Rewards are revealed every ``batch_size`` rounds, those of the whole batch at once (batched bandits).
+
+    Args:
+        env: A single bandit env, or a native batched env (then a :class:`BatchedFeedbackVector` is returned).
+        batch_size: Rounds per batch ``B >= 1``; rounds ``jB .. jB + B - 1`` are revealed at the end of round
+            ``jB + B - 1`` (and what is pending at the episode's last round). 1 is the plain env.
+    """
+
+    def __new__(cls, env: Any = None, *args: Any, **kwargs: Any):
+        return _dispatch(cls, BatchedFeedbackVector, env, args, kwargs)
+
+    def __init__(self, env: gym.Env, batch_size: Any = 1) -> None:
+        _SingleFeedback.__init__(self, env)
+        self._init_batch(batch_size)
+
+
+# -- drift --------------------------------------------------------------------------------------
+class _World:
+    """The drifting world of one simulator: what its expected rewards are in round ``sim.t``."""
+
+    def _init_world(self, kind: str, every: Any, rate: Any) -> None:
+        self.sim = self.env.unwrapped.sim
+        self.synthetic = isinstance(self.sim, SyntheticBanditSimulator)
+        if kind not in ("abrupt", "rotation"):
+            raise ValueError(f"kind must be 'abrupt' (a new world every `every` rounds) or 'rotation' "
+                             f"(theta* turns by `rate` radians a round), got {kind!r}")
+        if kind == "rotation" and not self.synthetic:
+            raise ValueError(f"kind='rotation' needs a synthetic env (a theta* to turn); "
+                             f"{type(self.sim).__name__} drifts with kind='abrupt' (its classes' rewards permuted)")
+        if every is not None and (isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1):
+            raise ValueError(f"every must be None (no change) or an integer >= 1 (rounds between changes), "
+                             f"got {every!r}")
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not math.isfinite(rate):
+            raise ValueError(f"rate must be a finite number (radians per round), got {rate!r}")
+        self.kind, self.every, self.rate = kind, every, float(rate)
+        self._theta0: torch.Tensor | None = None
+
+    def _drifts(self) -> bool:
+        return (self.kind == "rotation" and self.rate != 0.0) or (self.kind == "abrupt" and self.every is not None)
+
+    def segment(self, t: int | None = None) -> int:
+        """Index of the world of round ``t`` (default: the round about to be played) under abrupt changes."""
+        t = self.sim.t if t is None else t
+        return 0 if self.every is None else t // self.every
+
+    def _instance_keys(self) -> torch.Tensor:
+        seed = getattr(self.sim, "instance_seed", None)
+        return self.sim.keys if seed is None else rng.seed_to_key(seed).to(self.sim.device)
+
+    def theta_at(self, t: int) -> torch.Tensor:
+        """``theta*`` of round ``t`` (synthetic envs), ``(R or 1, d)``."""
+        theta0 = self._theta0
+        if self.kind == "rotation":
+            direction = rng.unit_normal(self._instance_keys(), Stream.DRIFT, 0, (theta0.shape[1],))  # (R or 1, d)
+            u = direction - (direction * theta0).sum(1, keepdim=True) * theta0  # orthogonal to theta0
+            u = u / torch.linalg.vector_norm(u, dim=1, keepdim=True)
+            angle = self.rate * t
+            return (math.cos(angle) * theta0.double() + math.sin(angle) * u.double()).float()
+        j = self.segment(t)
+        return theta0 if j == 0 else rng.unit_normal(self._instance_keys(), Stream.DRIFT, j, (theta0.shape[1],))
+
+    def permutation_at(self, t: int) -> torch.Tensor:
+        """Arm ``perm[c]`` pays what class ``c`` paid (dataset envs), ``(R, K)``; the identity before the first change."""
+        j = self.segment(t)
+        R, K = self.sim.num_replicas, self.sim.n_arms
+        if j == 0:
+            return torch.arange(K, device=self.sim.device).expand(R, K)
+        return rng.permutation(self.sim.keys, Stream.DRIFT, K, counter=j).to(self.sim.device)
+
+    def _apply(self) -> None:
+        """Set the simulator's round to the current world (after each reset and step, when the world drifted)."""
+        sim = self.sim
+        if self.synthetic and sim.t == 0:
+            self._theta0 = sim.theta
+        if not self._drifts() or (self.kind == "abrupt" and self.segment() == 0):
+            return
+        if self.synthetic:
+            sim.theta = self.theta_at(sim.t)
+            expected = sim._mean_rewards(sim.contexts[:, None].contiguous())[:, 0]  # (R, K)
+        else:
+            inverse = torch.argsort(self.permutation_at(sim.t), dim=1)  # (R, K)
+            expected = sim.expected.gather(1, inverse)  # arm k pays what class inverse[k] paid
+        sim.expected, sim.best, sim.optimal_action = expected, expected.amax(dim=1), expected.argmax(dim=1)
+
+
+class DriftVector(_World, VectorWrapper):
+    """:class:`Drift` over a batched env (what ``Drift(venv, ...)`` returns)."""
+
+    def __init__(self, env: VectorEnv, kind: str = "abrupt", every: int | None = None, rate: float = 0.0) -> None:
+        VectorWrapper.__init__(self, env)
+        self._init_world(kind, every, rate)
+
+    def reset(self, *, seed: Any = None, options: dict | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        return self._refresh(obs, info)
+
+    def step(self, actions: Any):
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        obs, info = self._refresh(obs, info)
+        return obs, reward, terminated, truncated, info
+
+    def _refresh(self, obs: Any, info: dict) -> tuple[Any, dict]:
+        self._apply()
+        if self._drifts():  # what the arms are worth in the current world, in the env's array type and layout
+            expected, optimal = self.sim.expected.clone(), self.sim.optimal_action.clone()  # (R, K), (R,)
+            if not isinstance(info["expected_rewards"], torch.Tensor):
+                expected, optimal = expected.cpu().numpy(), optimal.cpu().numpy()
+            info = {**info, "expected_rewards": expected, "optimal_action": optimal}
+        return obs, info
+
+
+class Drift(_World, gym.Wrapper):
+    """A non-stationary world: the rewards' parameters change while the agent plays (module docstring).
+
+    Args:
+        env: A synthetic or dataset bandit env, single or native batched (then a :class:`DriftVector` is
+            returned). Other wrappers may sit outside it; it must wrap the bandit env itself.
+        kind: ``"abrupt"``: every ``every`` rounds a new world: a new unit ``theta*`` (synthetic envs, drawn
+            from the replica's key, or from ``instance_seed`` when the env fixes the instance), or a random
+            permutation of which arm pays for which class (dataset envs). ``"rotation"`` (synthetic envs):
+            ``theta*_t = cos(rate t) theta*_0 + sin(rate t) u``, ``u`` a random unit vector orthogonal to
+            ``theta*_0``: a slow turn in one plane, ``rate`` radians per round.
+        every: Rounds between abrupt changes; None (default): never.
+        rate: Radians per round of the rotation; 0.0 (default): none.
+
+    With no drift (``every=None``, ``rate=0``) it is the plain env, bit for bit.
+
+    References:
+        Russac, Vernade and Cappe (2019), "Weighted linear bandits for non-stationary environments"
+        (their abrupt-change and slowly rotating settings).
+    """
+
+    def __new__(cls, env: Any = None, *args: Any, **kwargs: Any):
+        return _dispatch(cls, DriftVector, env, args, kwargs)
+
+    def __init__(self, env: gym.Env, kind: str = "abrupt", every: int | None = None, rate: float = 0.0) -> None:
+        gym.Wrapper.__init__(self, env)
+        self._init_world(kind, every, rate)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        return self._refresh(obs, info)
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        obs, info = self._refresh(obs, info)
+        return obs, reward, terminated, truncated, info
+
+    def _refresh(self, obs: Any, info: dict) -> tuple[Any, dict]:
+        self._apply()
+        if self._drifts():  # what the arms are worth in the current world
+            info = {**info, "expected_rewards": self.sim.expected[0].numpy().copy(),  # (K,)
+                    "optimal_action": int(self.sim.optimal_action[0])}
+        return obs, info
