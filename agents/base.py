@@ -37,6 +37,7 @@ import torch
 
 from agents import _kernels
 from agents.callbacks import as_round_hooks, make_env
+from agents.feedback import REVEALED, PendingRounds
 from agents.validation import check_int, per_replica, replica_seeds
 from bandit_gym import rng
 from bandit_gym.rng import Stream
@@ -205,6 +206,10 @@ class BanditAgent(ABC):
         unseeded resets. ``history["regret"]``, ``["reward"]`` and ``["action"]`` hold one row
         per round, shape ``(T,)`` for a single env and ``(T, R)`` for a vector env.
 
+        Under delayed or batched feedback (:mod:`bandit_gym.feedback`: ``info`` has ``revealed_rounds``) the agent
+        keeps each round's arm features and learns from a round when its reward arrives (:mod:`agents.feedback`);
+        ``history["reward"]`` then holds what each step paid (the sum of the rewards revealed in it).
+
         ``callback`` runs after every round and can stop the run: a callable ``callback(agent, round)``
         returning False, or a Stable-Baselines3 callback (``BaseCallback``, ``CallbackList`` or a list
         of them) whose ``on_step()`` returns False; ``callback.model`` is this agent.
@@ -230,6 +235,7 @@ class BanditAgent(ABC):
         with policy(threads):
             seeds = (self.seeds if vector else self.seeds[0]) if self._learn_calls == 0 else None
             obs, _ = env.reset(seed=seeds)
+            pending = PendingRounds()  # rounds whose rewards have not arrived (delayed or batched feedback)
             self._learn_calls += 1
             rounds = range(1, total + 1)
             if progress_bar:
@@ -248,7 +254,12 @@ class BanditAgent(ABC):
                     step_actions = actions if isinstance(obs, torch.Tensor) else actions.cpu().numpy()
                 obs, reward, terminated, truncated, info = env.step(step_actions)
                 rewards = self._as_rewards(reward)  # (R,)
-                self._observe(contexts, actions, rewards)
+                if REVEALED in info:  # delayed or batched feedback: learn from the rounds paid now (agents/feedback.py)
+                    pending.played(contexts, actions)
+                    for paid in pending.revealed(info, self.device):
+                        self._observe(*paid)
+                else:
+                    self._observe(contexts, actions, rewards)
                 self.t += 1
                 for name, value in (("regret", info["regret"]), ("reward", rewards), ("action", actions)):
                     logs[name].add(value)
@@ -256,6 +267,7 @@ class BanditAgent(ABC):
                     break
                 if played < total and (_any(terminated) or _any(truncated)):
                     obs, _ = env.reset()
+                    pending.reset()
             on_end()
         self.history = {name: log.rows() if vector else log.rows()[:, 0] for name, log in logs.items()}
         return self

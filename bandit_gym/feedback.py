@@ -130,7 +130,15 @@ class _SingleFeedback(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
-class _VectorFeedback(VectorWrapper):
+class _BanditVectorWrapper(VectorWrapper):
+    """A vector wrapper that tells the bandit's ``horizon`` (what agents read to size a run)."""
+
+    @property
+    def horizon(self) -> int:
+        return self.env.unwrapped.horizon
+
+
+class _VectorFeedback(_BanditVectorWrapper):
     """The batched-env face of a schedule (``AutoresetMode.NEXT_STEP``: a step after the last round only resets)."""
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
@@ -297,7 +305,7 @@ class _World:
         sim.expected, sim.best, sim.optimal_action = expected, expected.amax(dim=1), expected.argmax(dim=1)
 
 
-class DriftVector(_World, VectorWrapper):
+class DriftVector(_World, _BanditVectorWrapper):
     """:class:`Drift` over a batched env (what ``Drift(venv, ...)`` returns)."""
 
     def __init__(self, env: VectorEnv, kind: str = "abrupt", every: int | None = None, rate: float = 0.0) -> None:
