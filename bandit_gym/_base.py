@@ -41,8 +41,8 @@ class BanditSimulator(ABC):
     """``R`` replicas of a contextual bandit, advanced in lockstep with tensor operations.
 
     Rounds are computed a block of ``block_rounds`` rounds at a time (one generator call and a
-    few tensor operations per block instead of per round; the block size never depends on
-    ``R``). Subclasses draw what stays fixed for an episode in :meth:`_new_episode` and define
+    few tensor operations per block instead of per round; the numbers never depend on the
+    block size, which may depend on ``R``). Subclasses draw what stays fixed for an episode in :meth:`_new_episode` and define
     :meth:`_contexts`, :meth:`_mean_rewards` and :meth:`_sample_rewards`. A pickled simulator
     holds its configuration, keys and round; the attributes named in :attr:`derived` are
     recomputed from them when it is loaded.
@@ -56,7 +56,8 @@ class BanditSimulator(ABC):
     feature_low: float = -np.inf
     feature_high: float = np.inf
     #: Attributes computed from the keys and the round, left out of pickles.
-    derived: tuple[str, ...] = ("contexts", "expected", "best", "optimal_action", "_rounds", "_block_index")
+    derived: tuple[str, ...] = ("contexts", "expected", "best", "optimal_action", "_rounds", "_block_index",
+                                  "_arrays")
 
     def __init__(self, num_replicas: int, device: torch.device | str = "cpu") -> None:
         self.num_replicas = check_int("num_envs", num_replicas)
@@ -103,11 +104,24 @@ class BanditSimulator(ABC):
                 best, optimal = expected.amax(dim=2), expected.argmax(dim=2)  # (R, B); argmax: the first maximiser
             self._rounds = list(zip(*(x.unbind(1) for x in (contexts, expected, best, optimal)), strict=True))
             self._block_index = block
+            # numpy views of the block for the single env (CPU): its rounds then need no torch call
+            self._arrays = tuple(x.numpy() for x in (contexts, expected, optimal)) if contexts.is_cpu else None
         self.contexts, self.expected, self.best, self.optimal_action = self._rounds[row]
 
-    def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Play ``actions`` ``(R,)`` int64 in round ``t``; return ``(rewards, regret)``, ``(R,)`` each."""
-        chosen = self.expected.gather(1, actions.view(-1, 1)).view(-1)  # (R,)
+    def round_arrays(self, replica: int = 0) -> tuple:
+        """Replica ``replica``'s round ``t`` as numpy views (CPU only): its arms ``(K, d)``, their expected
+        rewards ``(K,)`` and the first optimal arm (a numpy int64)."""
+        row = self.t % self.block_rounds
+        contexts, expected, optimal = self._arrays
+        return contexts[replica, row], expected[replica, row], optimal[replica, row]
+
+    def step(self, actions: torch.Tensor | int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Play ``actions`` ``(R,)`` int64 (or one arm index for every replica, an int) in round ``t``;
+        return ``(rewards, regret)``, ``(R,)`` each."""
+        if isinstance(actions, int):
+            chosen = self.expected[:, actions]  # (R,) basic indexing: no index tensor to build
+        else:
+            chosen = self.expected.gather(1, actions.view(-1, 1)).view(-1)  # (R,)
         regret = self.best - chosen  # (R,) exactly 0 for an optimal arm
         rewards = self._sample_rewards(chosen, self.t)  # (R,)
         self.t += 1
@@ -210,7 +224,7 @@ class BanditEnv(gym.Env):
             key = rng.next_episode_key(self.sim.keys)
         self.sim.reset(key)
         self._last_action = None
-        return self.sim.contexts.numpy()[0], self._info()
+        return self._observation()
 
     @policy()
     def step(self, action: Any):
@@ -219,10 +233,10 @@ class BanditEnv(gym.Env):
         if self.sim.truncated:
             raise RuntimeError(f"the episode ended at its horizon ({self.horizon} rounds); call reset()")
         self._last_action = self._check_action(action)
-        rewards, regret = self.sim.step(torch.full((1,), self._last_action))  # (1,) each
-        info = self._info()
+        rewards, regret = self.sim.step(self._last_action)  # (1,) each
+        obs, info = self._observation()
         info["regret"] = regret.item()
-        return self.sim.contexts.numpy()[0], rewards.item(), False, self.sim.truncated, info
+        return obs, rewards.item(), False, self.sim.truncated, info
 
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self.sim.keys is None:
@@ -230,6 +244,8 @@ class BanditEnv(gym.Env):
         return render_text(self.sim, 0, self._last_action)
 
     def _check_action(self, action: Any) -> int:
+        if type(action) is int and 0 <= action < self.n_arms:  # the common case, checked at once
+            return action
         if isinstance(action, (np.ndarray, torch.Tensor)):
             if action.ndim != 0:
                 raise _action_error(action, self.n_arms, f"expected a scalar, got shape {tuple(action.shape)}")
@@ -240,9 +256,11 @@ class BanditEnv(gym.Env):
             raise _action_error(action, self.n_arms, "out of range")
         return int(action)
 
-    def _info(self) -> dict[str, Any]:
-        return {"expected_rewards": self.sim.expected.numpy()[0].copy(),  # (K,) the caller's copy
-                "optimal_action": self.sim.optimal_action.item()}
+    def _observation(self) -> tuple[np.ndarray, dict[str, Any]]:
+        """Round ``t``'s arms ``(K, d)`` (a view of the simulator's block) and its info."""
+        contexts, expected, optimal = self.sim.round_arrays()
+        return contexts, {"expected_rewards": expected.copy(),  # (K,) the caller's copy
+                          "optimal_action": int(optimal)}
 
 
 class BanditVectorEnv(VectorEnv):

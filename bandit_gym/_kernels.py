@@ -43,18 +43,24 @@ _TORCH_CHUNK = 1024
 _PASS_WORDS = 16384
 
 
-def unit_normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
+def unit_normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...], count: int = 1) -> torch.Tensor:
     """:func:`bandit_gym.rng.unit_normal` (same arguments, same formula): compiled on CPU when kernels are on.
+
+    ``count`` > 1 draws the blocks of counters ``counter .. counter + count - 1`` in one call, concatenated
+    along axis 1: ``(R, count * shape[0], *shape[1:])``, the same as concatenating ``count`` calls.
 
     The loop's C library ``log``, ``cos`` and ``sin`` would not vectorise, so each pass over a group of replicas
     runs in three steps: the words' ``u1`` and angle (compiled), numpy's vectorised float64 ``log`` and torch's
     ``sin`` and ``cos`` in place, then the radius, the normals and their unit rows (compiled).
     """
     if not (enabled() and keys.device.type == "cpu"):
-        return rng.unit_normal(keys, stream, counter, shape)
-    R, n = len(keys), math.prod(shape)
-    half = (n + 1) // 2  # words per replica
-    start = (keys + rng._offset(stream, counter)).numpy().view(np.uint64)  # (R,) word 0 of each block, hashed
+        blocks = [rng.unit_normal(keys, stream, counter + i, shape) for i in range(count)]
+        return blocks[0] if count == 1 else torch.cat(blocks, dim=1)
+    n = math.prod(shape)
+    half = (n + 1) // 2  # words per block
+    offsets = np.array([rng._offset(stream, counter + i) for i in range(count)], np.int64).view(np.uint64)
+    start = (keys.numpy().view(np.uint64)[:, None] + offsets).reshape(-1)  # (R count,) word 0 of each block, hashed
+    R = len(start)  # a block of each replica and counter: rows of their own
     out = np.empty((R, n), np.float32)
     group = max(1, _PASS_WORDS // half)  # replicas per pass
     buffers = np.empty((3, min(group, R), half))
@@ -69,7 +75,7 @@ def unit_normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int,
             cos_chunk.cos_()
             sin_chunk.sin_()
         _unit_rows(log_u1, cos, sin, shape[-1], out[replicas])
-    return torch.from_numpy(out).reshape(R, *shape)
+    return torch.from_numpy(out).reshape(len(keys), count * shape[0], *shape[1:])
 
 
 def linear_scores(contexts: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:

@@ -24,6 +24,11 @@ PAPER_NOISE_STD = math.sqrt(0.5)
 #: torch runs its float64 cos and sin on that many elements on one thread (on more, on its intra-op
 #: threads), so a single env's torch path (BANDIT_GYM_KERNELS=0) never waits on the thread pool.
 _BLOCK_FEATURES = 2048
+#: Features per replica that one call of the single env's (or a few replicas') generator draws: several blocks of
+#: the stream at once (8 at 50 x 20), so the per-call cost of the compiled draw and of the expected rewards is paid
+#: every 16 rounds, not every 2. The numbers do not depend on it: a block is a block of the stream however many are
+#: drawn together.
+_CALL_FEATURES = 16384
 #: Peak bytes per drawn feature (float64 normals and their temporaries on the torch path).
 _BYTES_PER_FEATURE = 48
 
@@ -56,9 +61,12 @@ class SyntheticBanditSimulator(BanditSimulator):
         self.changing_arms = check_bool("changing_arms", changing_arms)
         self.noise_std = check_float("noise_std", noise_std, minimum=0.0)
         self.instance_seed = None if instance_seed is None else check_int("instance_seed", instance_seed, minimum=0)
-        self.block_rounds = max(1, _BLOCK_FEATURES // (self.n_arms * self.dim))
-        features = self.num_replicas * self.block_rounds * self.n_arms * self.dim  # drawn per block
-        check_memory(features * _BYTES_PER_FEATURE, f"{self.num_replicas} replica(s) of {self.n_arms} arms x dim {dim}")
+        self.draw_rounds = max(1, _BLOCK_FEATURES // (self.n_arms * self.dim))  # rounds per counter of the stream
+        features = self.num_replicas * self.draw_rounds * self.n_arms * self.dim  # per counter of the stream
+        self.draws_per_block = max(1, _CALL_FEATURES // features)  # counters drawn together (1 for many replicas)
+        self.block_rounds = self.draw_rounds * self.draws_per_block
+        check_memory(features * self.draws_per_block * _BYTES_PER_FEATURE,
+                     f"{self.num_replicas} replica(s) of {self.n_arms} arms x dim {dim}")
         if self.device.type == "cpu" and not _kernels.enabled() and features > _BLOCK_FEATURES:
             check_fork_safe("A synthetic bandit this large with BANDIT_GYM_KERNELS=0")  # its draws are multi-threaded
         self.theta: torch.Tensor | None = None  # (R or 1, d)
@@ -76,13 +84,22 @@ class SyntheticBanditSimulator(BanditSimulator):
         shape = (self.block_rounds, self.n_arms, self.dim)
         if not self.changing_arms:
             return self.fixed_arms[:, None].expand(self.num_replicas, *shape).clone()  # (R, B, K, d)
-        return _kernels.unit_normal(self.keys, Stream.CONTEXT, block, shape)  # (R, B, K, d)
+        first, count = block * self.draws_per_block, self.draws_per_block  # counters of the CONTEXT stream
+        return _kernels.unit_normal(self.keys, Stream.CONTEXT, first, (self.draw_rounds, *shape[1:]), count=count)
 
     def _scores(self, contexts: torch.Tensor) -> torch.Tensor:
         """``x . theta*`` of every arm, ``(R, B, K, d) -> (R, B, K)``."""
         if _kernels.enabled() and contexts.device.type == "cpu":
             return _kernels.linear_scores(contexts, self.theta)  # the same, compiled
-        return (contexts * self.theta[:, None, None, :]).sum(dim=3)
+        return self._per_draw(lambda x: (x * self.theta[:, None, None, :]).sum(dim=3), contexts)
+
+    def _per_draw(self, function, x: torch.Tensor) -> torch.Tensor:
+        """``function`` applied to each counter's rounds of ``x`` ``(R, B, ...)`` on its own: torch's vectorised
+        functions (``sigmoid``, a sum) may round the last elements of a tensor differently from the same
+        elements inside a longer one, so the numbers stay those of one counter per call."""
+        if self.draws_per_block == 1:
+            return function(x)
+        return torch.cat([function(part.contiguous()) for part in x.split(self.draw_rounds, dim=1)], dim=1)
 
 
 class LinearBanditSimulator(SyntheticBanditSimulator):
@@ -101,7 +118,7 @@ class LogisticBanditSimulator(SyntheticBanditSimulator):
     _noise_kind = "uniform"
 
     def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self._scores(contexts))  # (R, B, K)
+        return self._per_draw(torch.sigmoid, self._scores(contexts))  # (R, B, K)
 
     def _sample_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
         return (self._noise(self.keys, t) < chosen_mean).to(torch.float32)  # (R,) 1 with probability chosen_mean

@@ -2,13 +2,15 @@
 
 Prints, with torch's default thread settings (nothing global is changed):
 
-* single envs (``gym.make``, random actions, ``reset`` at the end of an episode): steps per second of
-  LinearBandit-v0, LinearBanditFixed-v0 and CartPole-v1 (for reference);
+* single envs (``gym.make``, with the wrappers it adds, random Python-int actions, ``reset`` at the end of an
+  episode): steps per second of LinearBandit-v0, LinearBanditFixed-v0 and CartPole-v1, made and stepped the same
+  way in the same run, and each bandit's ratio to CartPole-v1 (issue 21's target: at least 0.25);
 * the native batched LinearBandit-v0 for R replicas: replica-steps per second, the same with a
   SyncVectorEnv of single envs, and the step's cost against the floor, the cost of drawing the
   round's arm features with the env's own generator (``step/draw``; target <= 2 at R = 1,024).
 
-Each figure is the best of ``--repeats`` timings (the machine is shared). ``--busy`` keeps one core
+Each figure is the best of ``--repeats`` timings (the machine is shared); the header names the CPU model and the
+load average at the start, and each single-env row the load average after it. ``--busy`` keeps one core
 busy with a second process (``while True: pass``) during the measurements; ``--kernels both`` prints
 every row with the compiled kernels on and off (``BANDIT_GYM_KERNELS``).
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import platform
 import subprocess
 import sys
 import time
@@ -52,7 +55,7 @@ def best_seconds_per_call(fn: Callable[[], object], seconds: float, repeats: int
 def single_env_steps_per_second(env_id: str, seconds: float, repeats: int, clock=time.perf_counter) -> float:
     env = gym.make(env_id)
     env.reset(seed=0)
-    actions = iter(np.random.default_rng(0).integers(0, env.action_space.n, size=10**8))
+    actions = iter(np.random.default_rng(0).integers(0, env.action_space.n, size=10**7).tolist())  # Python ints
 
     def step_100() -> None:
         for _ in range(100):
@@ -61,6 +64,26 @@ def single_env_steps_per_second(env_id: str, seconds: float, repeats: int, clock
                 env.reset()
 
     return 100 / best_seconds_per_call(step_100, seconds, repeats, clock)
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), or the platform's processor string."""
+    try:
+        with open("/proc/cpuinfo") as file:
+            for line in file:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def load() -> str:
+    """The 1-minute load average (the number of runnable processes), or "n/a"."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except (AttributeError, OSError):
+        return "n/a"
 
 
 def batched_row(num: int, device: torch.device, seconds: float, repeats: int, sync: bool) -> str:
@@ -78,9 +101,11 @@ def batched_row(num: int, device: torch.device, seconds: float, repeats: int, sy
         sync_text = f"{num / sync_step:,.0f}"
     # The floor: the env's own draw of a block of arm sets (one generator call per block), per round.
     sim = venv.unwrapped.sim
-    keys, shape, counter = sim.keys, (sim.block_rounds, sim.n_arms, sim.dim), iter(range(10**9))
-    draw = best_seconds_per_call(lambda: (_kernels.unit_normal(keys, Stream.CONTEXT, next(counter), shape), wait()),
-                                 seconds, repeats) / sim.block_rounds
+    keys, shape, count = sim.keys, (sim.draw_rounds, sim.n_arms, sim.dim), sim.draws_per_block
+    counter = iter(range(0, 10**9, count))
+    draw = best_seconds_per_call(
+        lambda: (_kernels.unit_normal(keys, Stream.CONTEXT, next(counter), shape, count=count), wait()),
+        seconds, repeats) / sim.block_rounds
     return (f"{num:>6} {num / native:>15,.0f} {sync_text:>13} {draw * 1e3:>9.3f} {native * 1e3:>8.3f} "
             f"{native / draw:>9.2f}")
 
@@ -112,18 +137,22 @@ def main() -> None:
     args = parser.parse_args()
     device = torch.device(args.device)
     print(f"bandit_gym {bandit_gym.__version__}, torch {torch.__version__}, torch threads {torch.get_num_threads()} "
-          f"(default), {os.cpu_count()} CPUs, device {device}, {'one core busy' if args.busy else 'idle'}, "
-          f"best of {args.repeats}")
+          f"(default), {cpu_model()}, {os.cpu_count()} CPUs, load average {load()}, device {device}, "
+          f"{'one core busy' if args.busy else 'no extra load of ours'}, best of {args.repeats}")
     settings = {"on": ["1"], "off": ["0"], "both": ["1", "0"]}[args.kernels]
     with busy_core(args.busy):
         for setting in settings:
             os.environ["BANDIT_GYM_KERNELS"] = setting
             print(f"\nkernels {'on' if setting == '1' else 'off'}")
-            print(f"  {'single env':<29} {'steps/s':>10} {'per CPU-s':>10}   (per CPU-second: this process's CPU time)")
-            for env_id in (ENV_ID, "LinearBanditFixed-v0", "CartPole-v1"):
+            print(f"  {'single env (gym.make)':<29} {'steps/s':>10} {'per CPU-s':>10} {'/CartPole':>10} {'load':>5}"
+                  f"   (per CPU-second: this process's CPU time; /CartPole: steps/s against CartPole-v1's)")
+            rates = {}
+            for env_id in ("CartPole-v1", ENV_ID, "LinearBanditFixed-v0"):
                 rate = single_env_steps_per_second(env_id, args.seconds, args.repeats)
                 cpu_rate = single_env_steps_per_second(env_id, args.seconds, args.repeats, time.process_time)
-                print(f"  {env_id:<29} {rate:>10,.0f} {cpu_rate:>10,.0f}")
+                rates[env_id] = rate
+                print(f"  {env_id:<29} {rate:>10,.0f} {cpu_rate:>10,.0f} {rate / rates['CartPole-v1']:>10.3f} "
+                      f"{load():>5}")
             print(f"{'R':>6} {'native steps/s':>15} {'sync steps/s':>13} {'draw ms':>9} {'step ms':>8} "
                   f"{'step/draw':>9}")
             for num in args.replicas:

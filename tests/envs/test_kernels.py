@@ -45,6 +45,17 @@ def test_best_arms_kernel_matches_torch_max_and_keeps_the_first_of_tied_arms():
     assert torch.equal(optimal, expected.argmax(dim=2)) and optimal[0, 0] == 3 and optimal[1, 2] == 0
 
 
+@pytest.mark.parametrize("kernels", ["1", "0"], ids=["kernels-on", "kernels-off"])
+def test_unit_normal_of_several_counters_is_their_blocks_concatenated(monkeypatch, kernels):
+    # One call drawing counters 4..6 (what a single env does to pay the call's cost once per 3 blocks) must give
+    # exactly the three one-counter calls' numbers: a block is a pure function of (key, stream, counter).
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", kernels)
+    keys = rng.seed_to_key(range(3))
+    got = _kernels.unit_normal(keys, Stream.CONTEXT, 4, (2, 7, 5), count=3)
+    want = torch.cat([_kernels.unit_normal(keys, Stream.CONTEXT, counter, (2, 7, 5)) for counter in (4, 5, 6)], dim=1)
+    assert got.shape == (3, 6, 7, 5) and torch.equal(got, want)
+
+
 def test_kernels_off_runs_the_torch_definition(monkeypatch):
     keys = rng.seed_to_key(range(3))
     monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
