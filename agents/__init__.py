@@ -16,6 +16,7 @@ from agents.linear import EpsGreedy, LinTS, LinUCB
 from agents.lmcts import LMCTS
 from agents.mlp import MLP
 from agents.neural import NeuralEpsGreedy, NeuralLinUCB, NeuralTS, NeuralUCB
+from agents.nonstationary import DiscountedLinUCB, SlidingWindowLinUCB
 from agents.samplers import FGLMCTS, HMCTS, MALATS, ULMCTS, EnsembleSampling
 from agents.uniform import UniformRandom
 
@@ -23,5 +24,5 @@ __all__ = [
     "BanditAgent", "DivergenceError", "History", "HyperparameterGrid", "LangevinOptimizer", "LMCTS",
     "UniformRandom", "LinUCB", "LinTS", "EpsGreedy", "UCBGLM", "GLMTSL", "SGDTS",
     "MLP", "NeuralUCB", "NeuralTS", "NeuralLinUCB", "NeuralEpsGreedy",
-    "FGLMCTS", "MALATS", "HMCTS", "ULMCTS", "EnsembleSampling",
+    "FGLMCTS", "MALATS", "HMCTS", "ULMCTS", "EnsembleSampling", "DiscountedLinUCB", "SlidingWindowLinUCB",
 ]
