@@ -144,10 +144,11 @@ class BanditSimulator(ABC):
         self.__dict__.update(dict.fromkeys(self.derived))
         self._block_index = -1
         if self.keys is not None:  # a loaded pickle: recompute the episode's draws and round t
-            t = self.t
-            self.reset(self.keys)
-            self.t = t
-            self._observe()
+            with policy():  # torch's threads, as in reset and step (bandit_gym/threads.py)
+                t = self.t
+                self.reset(self.keys)
+                self.t = t
+                self._observe()
 
 
 def render_text(sim: BanditSimulator, replica: int, last_action: int | None) -> str:

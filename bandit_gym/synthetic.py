@@ -14,7 +14,7 @@ import torch
 from bandit_gym import _kernels, rng
 from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv
 from bandit_gym.rng import Stream
-from bandit_gym.validation import check_bool, check_float, check_fork_safe, check_int, check_memory
+from bandit_gym.validation import check_bool, check_float, check_int, check_memory
 
 #: The paper's text gives the noise variance sigma^2 = 0.5 (its reference code uses std 0.5).
 PAPER_NOISE_STD = math.sqrt(0.5)
@@ -67,8 +67,6 @@ class SyntheticBanditSimulator(BanditSimulator):
         self.block_rounds = self.draw_rounds * self.draws_per_block
         check_memory(features * self.draws_per_block * _BYTES_PER_FEATURE,
                      f"{self.num_replicas} replica(s) of {self.n_arms} arms x dim {dim}")
-        if self.device.type == "cpu" and not _kernels.enabled() and features > _BLOCK_FEATURES:
-            check_fork_safe("A synthetic bandit this large with BANDIT_GYM_KERNELS=0")  # its draws are multi-threaded
         self.theta: torch.Tensor | None = None  # (R or 1, d)
         self.fixed_arms: torch.Tensor | None = None  # (R or 1, K, d) with changing_arms=False
         self._noise: rng.BlockDraws | None = None  # reward draws, 256 rounds per generator call

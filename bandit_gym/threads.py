@@ -13,7 +13,10 @@ the library's own loops run on one thread unless told otherwise:
   ``BANDIT_GYM_THREADS``, or :data:`DEFAULT_THREADS` (1: fastest for small per-round ops, idle or
   busy); ``"torch"`` (argument or variable) leaves torch's own setting alone;
 - on leaving, exception or not, ``torch.get_num_threads()`` is what it was before: the library
-  never changes the user's setting for good.
+  never changes the user's setting for good;
+- in a process forked from one that had started torch's threads (an ``AsyncVectorEnv`` worker started
+  with ``fork``, Linux's default), a multi-threaded torch operation hangs for ever, whatever its size:
+  there the policy runs one thread whatever is chosen (``"torch"`` included), so such workers work.
 
 A choice holds for the library calls made inside it: in ``with policy(4): agent.learn()`` and
 ``agent.learn(threads=4)``, ``env.step`` also uses 4 threads. The choice is process-wide, as torch's
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -89,8 +93,33 @@ def resolve(threads: int | str | None = None) -> int | None:
     return None if choice == TORCH else choice
 
 
+#: True in a process forked from one that had native threads running (PyTorch's OpenMP pool): there, a
+#: multi-threaded torch op hangs for ever. Set in the parent just before a fork; the parent then clears it.
+_forked_after_threads = False
+
+
+def _note_threads_before_fork() -> None:
+    global _forked_after_threads
+    try:
+        _forked_after_threads = len(os.listdir("/proc/self/task")) > threading.active_count()
+    except OSError:  # no /proc: nothing known
+        _forked_after_threads = False
+
+
+def _clear_in_parent() -> None:
+    global _forked_after_threads
+    _forked_after_threads = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_note_threads_before_fork, after_in_parent=_clear_in_parent)
+
+
 def _choice(threads: int | str | None) -> int | str:
-    """``threads`` (already checked), else the enclosing policy's choice, else the variable's, else the default."""
+    """``threads`` (already checked), else the enclosing policy's choice, else the variable's, else the default;
+    always 1 in a child forked from a threaded parent (torch's pool would hang there)."""
+    if _forked_after_threads:
+        return 1
     if threads is not None:
         return threads
     if _chosen is not None:  # inside a policy: no need to read the environment again

@@ -5,27 +5,23 @@ argument, the value it got and what is accepted. Nothing is silently clipped or 
 beyond the lossless (an integral numpy scalar is an int; an int is a float). For env
 constructors: :func:`check_keywords` (an unknown keyword: ``TypeError``),
 :func:`check_render_mode`, :func:`check_memory` (``MemoryError`` with an estimate, before
-allocating) and :func:`check_fork_safe` (``RuntimeError`` where torch would hang); and
-:func:`fork_safe_threads`, which runs a block of torch on one thread where its pool would hang.
+allocating). How many threads torch uses, forked workers included, is :mod:`bandit_gym.threads`'s business.
 """
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import inspect
 import math
 import numbers
 import os
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
 import torch
 
 __all__ = ["check_int", "check_float", "check_bool", "check_choice", "resolve_device", "check_keywords",
-           "check_render_mode", "check_memory", "check_fork_safe", "fork_safe_threads"]
+           "check_render_mode", "check_memory"]
 
 
 def check_int(name: str, value: Any, minimum: int | None = 1, maximum: int | None = None) -> int:
@@ -79,58 +75,6 @@ def resolve_device(device: str | torch.device) -> torch.device:
     if resolved.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {str(resolved)!r} requested but CUDA is not available; use 'cpu' or 'auto'")
     return resolved
-
-
-#: True in a process forked from one that had native threads running (PyTorch's OpenMP pool): there, a
-#: multi-threaded torch op hangs for ever. Set in the parent just before a fork; the parent then clears it.
-_forked_after_threads = False
-
-
-def _note_threads_before_fork() -> None:
-    global _forked_after_threads
-    try:
-        _forked_after_threads = len(os.listdir("/proc/self/task")) > threading.active_count()
-    except OSError:  # no /proc: nothing known
-        _forked_after_threads = False
-
-
-def _clear_in_parent() -> None:
-    global _forked_after_threads
-    _forked_after_threads = False
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_note_threads_before_fork, after_in_parent=_clear_in_parent)
-
-
-def check_fork_safe(what: str) -> None:
-    """Fail at once, saying what to do, where large torch ops would hang (a forked child of a threaded parent)."""
-    if _forked_after_threads and torch.get_num_threads() > 1:
-        raise RuntimeError(
-            f"{what} cannot run in this process: it was forked from a process that had started PyTorch's threads, "
-            "and multi-threaded PyTorch operations hang in such a child. Start worker processes with 'spawn' or "
-            "'forkserver', e.g. gym.make_vec(env_id, num_envs=n, vectorization_mode='async', "
-            "vector_kwargs={'context': 'spawn'}).")
-
-
-@contextlib.contextmanager
-def fork_safe_threads() -> Iterator[None]:
-    """Run the block's torch operations on one thread in a child forked from a threaded parent; elsewhere
-    change nothing.
-
-    In such a child (an ``AsyncVectorEnv`` worker started with ``fork``, the default on Linux) a
-    multi-threaded torch operation hangs for ever, whatever its size; with one thread it runs on the
-    calling thread. The caller's thread count is restored after the block.
-    """
-    threads = torch.get_num_threads() if _forked_after_threads else 1  # read nothing in other processes
-    if threads == 1:
-        yield
-        return
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def check_memory(num_bytes: float, what: str) -> None:

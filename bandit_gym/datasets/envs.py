@@ -19,7 +19,8 @@ from bandit_gym import rng
 from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv
 from bandit_gym.datasets.sources import open_source
 from bandit_gym.rng import Stream
-from bandit_gym.validation import check_int, check_memory, fork_safe_threads
+from bandit_gym.threads import policy
+from bandit_gym.validation import check_int, check_memory
 
 #: The paper's horizon on the real datasets (capped by the number of rows).
 PAPER_HORIZON = 10_000
@@ -95,7 +96,7 @@ class DatasetBanditSimulator(BanditSimulator):
             max_rows = check_int("max_rows", max_rows)
             if max_rows > n_rows:
                 raise ValueError(f"max_rows must be at most the {n_rows} rows of {title}, got {max_rows}")
-            with fork_safe_threads():
+            with policy():  # torch's threads: bandit_gym/threads.py
                 subset = rng.permutation(rng.seed_to_key(subset_seed), Stream.INSTANCE, n_rows)[0, :max_rows]  # (M,)
                 self.pool = subset.sort().values.to(self.device)
         self.n_pool = n_rows if self.pool is None else len(self.pool)
@@ -138,12 +139,12 @@ class DatasetBanditSimulator(BanditSimulator):
         super().__setstate__({})
 
     def _new_episode(self) -> None:
-        with fork_safe_threads():  # a row order hashes and sorts a whole dataset's rows: multi-threaded ops
+        with policy():  # a row order hashes and sorts a whole dataset's rows (bandit_gym/threads.py)
             order = rng.permutation(self.keys, Stream.CONTEXT, self.n_pool)[:, : self.horizon]  # (R, T)
         self.rows = order if self.pool is None else self.pool[order]
 
     def _contexts(self, block: int) -> torch.Tensor:
-        with fork_safe_threads():  # CIFAR10's blocks are large enough for torch's threads
+        with policy():  # CIFAR10's blocks are large enough for torch's threads
             return self._one_hot_blocks(block)
 
     def _one_hot_blocks(self, block: int) -> torch.Tensor:

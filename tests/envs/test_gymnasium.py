@@ -171,10 +171,8 @@ def test_options_in_single_env_reset_are_refused_clearly():
 def test_async_vector_env_after_the_parent_used_torch_threads_works_or_says_what_to_do(make_env, data_cache, kernels):
     # Forked workers hang in a multi-threaded torch op if the parent had started torch's OpenMP
     # threads. The parent here starts them (a large exp), steps an env, then forks workers with
-    # Gymnasium's default start method. Every env must work: reset and step run on one torch thread
-    # (bandit_gym/threads.py), and a dataset env runs its row-order sort on one thread in such a child
-    # whatever threads are chosen (validation.fork_safe_threads; tests/integration/test_vector_api.py).
-    # A synthetic env too large for its kernels, with more threads chosen, fails at once naming 'spawn'.
+    # Gymnasium's default start method. Every env must work: in such a child reset and step run on one
+    # torch thread whatever threads are chosen (bandit_gym/threads.py; tests/integration/test_vector_api.py).
     # A subprocess with a timeout turns a hang into a failure.
     runnable = []
     for env_id in ALL_IDS:
@@ -207,3 +205,28 @@ def test_async_vector_env_after_the_parent_used_torch_threads_works_or_says_what
     assert out.returncode == 0, out.stderr
     expected = [f"{env_id} ok" for env_id in runnable]
     assert out.stdout.splitlines() == expected
+
+
+def test_a_forked_worker_of_a_threaded_parent_runs_one_thread_whatever_is_chosen():
+    # BANDIT_GYM_THREADS=torch keeps torch's own threads (2 or more) in the parent; in a child forked after
+    # the parent started them a multi-threaded torch op would hang, so there the policy runs one thread. With
+    # kernels off, LinearBandit-v0 at 2 replicas draws its arms with torch's sin and cos on 4,000 elements, which
+    # torch splits across its threads. A subprocess with a timeout turns a hang into a failure.
+    code = textwrap.dedent("""
+        import gymnasium as gym, numpy as np, torch, bandit_gym
+        from bandit_gym import threads
+        torch.set_num_threads(2)
+        torch.randn(2**20).exp()                                  # torch's intra-op threads now exist
+        venv = gym.make_vec("LinearBandit-v0", num_envs=2, vectorization_mode="async",
+                            vector_kwargs={"context": "fork"})
+        venv.reset(seed=0)
+        for _ in range(20):
+            venv.step(np.array([0, 1]))
+        venv.close()
+        with threads.policy():
+            print("parent", torch.get_num_threads())
+    """)
+    environment = {**os.environ, "BANDIT_GYM_KERNELS": "0", "BANDIT_GYM_THREADS": "torch"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=environment)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["parent 2"]  # the parent keeps torch's threads: "torch" chosen
