@@ -180,6 +180,21 @@ class BanditAgent(ABC):
         return (actions if isinstance(observation, torch.Tensor) else actions.cpu().numpy()), None
 
     @policy()
+    def action_probabilities(self, observation, n_samples: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+        """The probability this round's rule gives each arm, and its standard error: ``(K,)`` or ``(R, K)`` each.
+
+        Exact (error 0) where the rule gives it in closed form (epsilon-greedy, UCB rules, uniform); a Monte
+        Carlo frequency over ``n_samples`` fresh draws of the round's randomness otherwise, with standard error
+        ``sqrt(p (1 - p) / n_samples)`` (:mod:`agents.propensity`). Changes nothing in the agent. A logged
+        action's propensity is its entry.
+        """
+        from agents.propensity import action_probabilities
+
+        contexts = self._as_contexts(observation, check_finite=True)
+        probabilities, errors = (x.cpu().numpy() for x in action_probabilities(self, contexts, n_samples))
+        return (probabilities[0], errors[0]) if np.ndim(observation) == 2 else (probabilities, errors)
+
+    @policy()
     def update(self, observation, action, reward) -> None:
         """One online step: learn from playing ``action`` on ``observation`` and getting ``reward``."""
         contexts = self._as_contexts(observation, check_finite=True)
