@@ -19,12 +19,9 @@ import numpy as np
 import torch
 from numba import njit
 
+from bandit_gym import rng
+
 _JIT = {"nogil": True, "cache": True, "error_model": "numpy"}
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MUL1 = np.uint64(0xBF58476D1CE4E5B9)
-_MUL2 = np.uint64(0x94D049BB133111EB)
-
 
 def enabled(*tensors: torch.Tensor) -> bool:
     """Whether the kernels are on (``BANDIT_GYM_KERNELS`` is not ``0``) and can take these tensors
@@ -35,22 +32,14 @@ def enabled(*tensors: torch.Tensor) -> bool:
 
 # -- bandit_gym.rng.normal --------------------------------------------------------------------
 @njit(**_JIT)
-def _mix64(x):
-    x = (x ^ (x >> np.uint64(30))) * _MUL1
-    x = (x ^ (x >> np.uint64(27))) * _MUL2
-    return x ^ (x >> np.uint64(31))
-
-
-@njit(**_JIT)
-def _normal_rows(starts, n, out):
-    """Row ``r``: word ``j = mix64(starts[r] + j golden)``; Box-Muller gives normal ``j`` (cosine) and
-    ``j + m`` (sine), ``m = ceil(n / 2)``: the radius in float64, the cosine and sine in float32 (twice
-    as fast as float64's; the draws stay within 1e-6 of the float64 definition, about 7 float32 ulps on
-    average)."""
+def _normal_rows(words, n, out):
+    """Row ``r``: Box-Muller on word ``j`` gives normal ``j`` (cosine) and ``j + m`` (sine), ``m = ceil(n / 2)``:
+    the radius in float64, the cosine and sine in float32 (twice as fast as float64's; the draws stay within
+    1e-6 of the float64 definition, about 7 float32 ulps on average)."""
     m = (n + 1) // 2
-    for r in range(starts.shape[0]):
+    for r in range(words.shape[0]):
         for j in range(m):
-            word = _mix64(starts[r] + np.uint64(j) * _GOLDEN)
+            word = words[r, j]
             u1 = (np.float64(word >> np.uint64(32)) + 0.5) * 2.0**-32
             angle = np.float32(np.float64(word & np.uint64(0xFFFFFFFF)) * (2.0 * math.pi * 2.0**-32))
             radius = math.sqrt(-2.0 * math.log(u1))
@@ -59,25 +48,13 @@ def _normal_rows(starts, n, out):
                 out[r, j + m] = radius * math.sin(angle)
 
 
-def _block_starts(keys: torch.Tensor, stream: int, counter: int) -> np.ndarray:
-    """Word 0 (before mixing) of block ``(stream, counter)`` per replica: ``key + mix64((stream << 40) + counter)``,
-    as ``bandit_gym.rng`` defines it (``(R,)`` uint64, wrapping modulo 2**64)."""
-    x = ((int(stream) << 40) + counter) & (2**64 - 1)  # mix64 on a Python int (no numba call: ~4 us less)
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & (2**64 - 1)
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & (2**64 - 1)
-    return keys.numpy().view(np.uint64) + np.uint64(x ^ (x >> 31))
-
-
 def normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
-    """Loop version of ``bandit_gym.rng.normal``: the same words and formula, with float32 cosines and
-    sines (within 1e-6 of the torch draws, which round a float64 Box-Muller once).
-
-    Block ``(stream, counter)`` of replica ``r`` starts at ``key_r + mix64((stream << 40) + counter)``,
-    the definition in ``bandit_gym.rng`` (the test compares the two).
-    """
+    """Loop version of ``bandit_gym.rng.normal``: the same words (``bandit_gym.rng.random_words``) and formula,
+    with float32 cosines and sines (within 1e-6 of the torch draws, which round a float64 Box-Muller once)."""
     n = math.prod(shape)
+    words = rng.random_words(keys, stream, counter, (n + 1) // 2)  # (R, m) int64: the public draw of the words
     out = np.empty((len(keys), n), np.float32)
-    _normal_rows(_block_starts(keys, stream, counter), n, out)
+    _normal_rows(words.numpy().view(np.uint64), n, out)
     return torch.from_numpy(out).reshape(len(keys), *shape)
 
 

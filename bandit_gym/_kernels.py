@@ -11,9 +11,11 @@ Kernels:
 
 * :func:`unit_normal` for :func:`bandit_gym.rng.unit_normal` (the arm features);
 * :func:`linear_scores` for the synthetic envs' ``x . theta*`` (``(contexts * theta).sum(-1)``);
-* :func:`best_arms` for ``torch.max(expected, dim=2)`` (the best value and the first arm that has it).
+* :func:`best_arms` for ``torch.max(expected, dim=2)`` (the best value and the first arm that has it);
+* :func:`random_words` for :func:`bandit_gym.rng.random_words` (SplitMix64's words: what every draw of the
+  package and of the agents starts from, so the agents' kernels take their words from it).
 
-All three run on the calling thread (``unit_normal``'s torch calls too: chunks that torch keeps on it), so
+All run on the calling thread (``unit_normal``'s torch calls too: chunks that torch keeps on it), so
 they neither wait for torch's intra-op threads when another process holds a core nor hang in a
 forked child. Their measured gains are in ``docs/envs.md``.
 """
@@ -120,6 +122,30 @@ def _best_arms(values, best, optimal):
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MUL1 = np.uint64(0xBF58476D1CE4E5B9)
 _MUL2 = np.uint64(0x94D049BB133111EB)
+_MASK64 = (1 << 64) - 1
+
+
+@njit(nogil=True, cache=True)
+def _word(start, j):
+    """Word ``j`` of a block starting at ``start``: ``mix64(start + j golden)`` (:func:`bandit_gym.rng.mix64`)."""
+    x = start + np.uint64(j) * _GOLDEN
+    x = (x ^ (x >> np.uint64(30))) * _MUL1
+    x = (x ^ (x >> np.uint64(27))) * _MUL2
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(nogil=True, cache=True)
+def _words(keys, offset, out):
+    for r in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[r, j] = _word(keys[r] + offset, j)
+
+
+def random_words(keys: torch.Tensor, stream: int, counter: int, n: int) -> torch.Tensor:
+    """Compiled :func:`bandit_gym.rng.random_words` for CPU keys (the same integers: the arithmetic is exact)."""
+    out = np.empty((len(keys), n), np.uint64)
+    _words(keys.numpy().view(np.uint64), np.uint64(rng._offset(stream, counter) & _MASK64), out)
+    return torch.from_numpy(out.view(np.int64))
 
 
 @njit(nogil=True, cache=True)
@@ -128,10 +154,7 @@ def _box_muller_inputs(start, u1, angle):
     ``u1[r, j] = (high 32 bits + 1/2) 2^-32`` and ``angle[r, j] = 2 pi (low 32 bits) 2^-32``."""
     for r in range(u1.shape[0]):
         for j in range(u1.shape[1]):
-            x = start[r] + np.uint64(j) * _GOLDEN
-            x = (x ^ (x >> np.uint64(30))) * _MUL1
-            x = (x ^ (x >> np.uint64(27))) * _MUL2
-            x = x ^ (x >> np.uint64(31))
+            x = _word(start[r], j)
             u1[r, j] = (np.float64(x >> np.uint64(32)) + 0.5) * 2.0**-32
             angle[r, j] = np.float64(x & np.uint64(0xFFFFFFFF)) * (2.0 * math.pi * 2.0**-32)
 

@@ -26,6 +26,7 @@ References:
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import numbers
 from collections.abc import Callable, Iterable, Sequence
@@ -125,13 +126,27 @@ def next_episode_key(keys: torch.Tensor) -> torch.Tensor:
     return mix64(keys ^ mix64(torch.full_like(keys, int(Stream.EPISODE))))
 
 
+@functools.cache
+def _compiled():
+    """``bandit_gym._kernels`` (imported on first use: it imports this module)."""
+    from bandit_gym import _kernels
+
+    return _kernels
+
+
 def _offset(stream: int, counter: int) -> int:
     """Pseudo-random 64-bit start of block ``(stream, counter)``, as a signed int64 value."""
     return _as_int64(_mix64_int(((int(stream) << 40) + counter) & _MASK64))
 
 
 def random_words(keys: torch.Tensor, stream: int, counter: int, n: int) -> torch.Tensor:
-    """``n`` random 64-bit words per replica of block ``(stream, counter)``: ``(R,)`` -> ``(R, n)`` int64."""
+    """``n`` random 64-bit words per replica of block ``(stream, counter)``: ``(R,)`` -> ``(R, n)`` int64.
+
+    Word ``j`` is ``mix64(key + offset(stream, counter) + j golden)``. On CPU with compiled kernels on
+    (``BANDIT_GYM_KERNELS``) a loop computes the same integers (``bandit_gym._kernels.random_words``).
+    """
+    if keys.device.type == "cpu" and _compiled().enabled():
+        return _compiled().random_words(keys, stream, counter, n)
     index = torch.arange(n, dtype=torch.int64, device=keys.device) * _GOLDEN  # (n,)
     return mix64((keys + _offset(stream, counter))[:, None] + index)  # (R, n)
 

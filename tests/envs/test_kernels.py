@@ -81,3 +81,12 @@ def test_envs_give_the_same_runs_with_kernels_on_and_off(monkeypatch, env_id):
         np.testing.assert_allclose(obs_on, obs_off, rtol=2**-23, atol=2**-24)
         assert best_on == best_off  # gaps between arms are far above float32 rounding at these sizes
         assert reward_on == pytest.approx(reward_off, rel=1e-6, abs=1e-6)  # float32 rounding of the scores
+
+
+def test_random_words_kernel_gives_the_torch_definitions_integers(monkeypatch):
+    # Integer arithmetic modulo 2**64: the compiled words must be exactly torch's (keys with the top bit set too).
+    keys = torch.cat([rng.seed_to_key(range(4)), torch.tensor([-1, -(2**63)])])
+    got = rng.random_words(keys, Stream.SAMPLE, 7, 33)
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+    want = rng.random_words(keys, Stream.SAMPLE, 7, 33)
+    assert got.dtype == want.dtype == torch.int64 and torch.equal(got, want)
