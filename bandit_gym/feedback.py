@@ -374,3 +374,52 @@ class Drift(_World, gym.Wrapper):
             info = {**info, "expected_rewards": self.sim.expected[0].numpy().copy(),  # (K,)
                     "optimal_action": int(self.sim.optimal_action[0])}
         return obs, info
+
+
+# -- configs: wrappers by name ------------------------------------------------------------------
+#: The feedback wrappers a config can name, e.g. ``wrappers: [{DelayedFeedback: {delay: 100}}]``.
+WRAPPERS: dict[str, type] = {"DelayedFeedback": DelayedFeedback, "BatchedFeedback": BatchedFeedback, "Drift": Drift}
+_SETTINGS = {"DelayedFeedback": ("delay", "delay_seed"), "BatchedFeedback": ("batch_size",),
+             "Drift": ("kind", "every", "rate")}
+
+
+def apply_wrappers(env: Any, specs: Any) -> Any:
+    """Wrap ``env`` in the wrappers a config lists, innermost first: ``[{"Drift": {"every": 500}},
+    {"DelayedFeedback": {"delay": 100}}]`` plays a drifting world with delayed rewards. ``Drift`` must come
+    first (it wraps the bandit env itself). A bad entry raises ``ValueError`` naming it and what is accepted."""
+    import difflib
+
+    if specs is None:
+        return env
+    if not isinstance(specs, (list, tuple)):
+        raise ValueError(f"wrappers must be a list of one-key mappings such as [{{DelayedFeedback: {{delay: 100}}}}], "
+                         f"got {specs!r}")
+    for i, spec in enumerate(specs):
+        if not (isinstance(spec, dict) and len(spec) == 1):
+            raise ValueError(f"wrappers[{i}] must be a one-key mapping {{name: {{keyword: value}}}}, got {spec!r}")
+        (name, kwargs), = spec.items()
+        if name not in WRAPPERS:
+            close = difflib.get_close_matches(str(name), list(WRAPPERS), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"wrappers[{i}]: unknown wrapper {name!r}{hint} (accepted: {', '.join(WRAPPERS)})")
+        kwargs = {} if kwargs is None else kwargs
+        if not isinstance(kwargs, dict) or set(kwargs) - set(_SETTINGS[name]):
+            raise ValueError(f"wrappers[{i}]: {name} takes the keywords {', '.join(_SETTINGS[name])}, got {kwargs!r}")
+        if name == "Drift" and i > 0:
+            raise ValueError(f"wrappers[{i}]: Drift must be the first wrapper (it changes the bandit env itself)")
+        env = WRAPPERS[name](env, **kwargs)
+    return env
+
+
+def describe_wrappers(env: Any) -> list[dict[str, dict[str, Any]]]:
+    """The feedback wrappers around ``env``, innermost first, in the form :func:`apply_wrappers` reads
+    (what a results file records of the run)."""
+    found = []
+    while env is not None:
+        for name, cls in WRAPPERS.items():
+            vector_cls = {"DelayedFeedback": DelayedFeedbackVector, "BatchedFeedback": BatchedFeedbackVector,
+                          "Drift": DriftVector}[name]
+            if isinstance(env, (cls, vector_cls)):
+                found.append({name: {key: getattr(env, key) for key in _SETTINGS[name]}})
+        env = getattr(env, "env", None)
+    return found[::-1]

@@ -220,3 +220,28 @@ def test_drift_dataset_classes_swap_rewards_at_change_points():
         if t < 10:
             np.testing.assert_array_equal(perm, np.arange(4))
     assert moved > 0
+
+
+@pytest.mark.parametrize("num_envs", [None, 2])
+def test_apply_wrappers_from_a_config_list_and_describe_them(num_envs):
+    from bandit_gym.feedback import apply_wrappers, describe_wrappers
+
+    specs = [{"Drift": {"kind": "abrupt", "every": 50}}, {"DelayedFeedback": {"delay": 10}}]
+    env = apply_wrappers(make(num_envs=num_envs), specs)
+    assert describe_wrappers(env) == [{"Drift": {"kind": "abrupt", "every": 50, "rate": 0.0}},
+                                      {"DelayedFeedback": {"delay": 10, "delay_seed": 0}}]
+    assert describe_wrappers(make()) == []
+    assert apply_wrappers(make(), None).unwrapped is not None
+
+
+@pytest.mark.parametrize(("specs", "message"), [
+    ({"DelayedFeedback": {}}, "wrappers must be a list"),
+    ([{"DelayedFeedbak": {"delay": 1}}], "unknown wrapper 'DelayedFeedbak'; did you mean 'DelayedFeedback'"),
+    ([{"BatchedFeedback": {"size": 2}}], "BatchedFeedback takes the keywords batch_size"),
+    ([{"BatchedFeedback": {"batch_size": 2}}, {"Drift": {"every": 5}}], "Drift must be the first wrapper"),
+])
+def test_apply_wrappers_names_a_bad_entry(specs, message):
+    from bandit_gym.feedback import apply_wrappers
+
+    with pytest.raises(ValueError, match=message):
+        apply_wrappers(make(), specs)
