@@ -71,20 +71,21 @@ def test_forgetting_linucb_bad_arguments_are_named(cls, kwargs, message):
         cls(n_arms=K, dim=D, **kwargs)
 
 
-def test_sliding_window_linucb_beats_linucb_under_abrupt_drift():
+def test_sliding_window_and_discounted_linucb_beat_linucb_under_abrupt_drift():
     """16 seeds x 600 rounds (K = 10, d = 5), theta* new every 200 rounds: LinUCB keeps trusting the old
     world. The cumulative regret, paired by seed, falls by more than 3 standard errors of the difference
     (measured at 32 seeds x 1,000 rounds, a change every 250: LinUCB 403 +- 16, SW-LinUCB (w = 100) 148 +- 5,
     D-LinUCB (gamma = 0.98) 147 +- 5)."""
     seeds, rounds = 16, 600
     regret = {}
-    for cls, kwargs in ((LinUCB, {}), (SlidingWindowLinUCB, {"window": 100})):
+    for cls, kwargs in ((LinUCB, {}), (SlidingWindowLinUCB, {"window": 100}), (DiscountedLinUCB, {"discount": 0.98})):
         venv = gym.make_vec("LinearBandit-v0", num_envs=seeds, vectorization_mode="vector_entry_point", n_arms=10,
                             dim=5, horizon=rounds)
         agent = cls(Drift(venv, kind="abrupt", every=200), seed=0, device="cpu", **kwargs).learn()
         regret[cls] = agent.history["regret"].sum(axis=0)  # (seeds,)
-    difference = regret[LinUCB] - regret[SlidingWindowLinUCB]
-    assert difference.mean() > 3 * difference.std(ddof=1) / np.sqrt(seeds), difference.mean()
+    for forgetting in (SlidingWindowLinUCB, DiscountedLinUCB):
+        difference = regret[LinUCB] - regret[forgetting]
+        assert difference.mean() > 3 * difference.std(ddof=1) / np.sqrt(seeds), (forgetting, difference.mean())
 
 
 @pytest.mark.parametrize("cls", [DiscountedLinUCB, SlidingWindowLinUCB])

@@ -245,3 +245,24 @@ def test_apply_wrappers_names_a_bad_entry(specs, message):
 
     with pytest.raises(ValueError, match=message):
         apply_wrappers(make(), specs)
+
+
+@pytest.mark.parametrize(("env_id", "kwargs"), [("LinearBandit-v0", {"kind": "abrupt", "every": 7}),
+                                                ("LinearBandit-v0", {"kind": "rotation", "rate": 0.1}),
+                                                ("ClassificationBandit-v0", {"kind": "abrupt", "every": 7})])
+def test_drift_vector_replica_i_is_the_single_env_with_seed_plus_i(env_id, kwargs):
+    """The new worlds come from each replica's key: replica i's rewards, expected rewards and regret are the
+    single env's (float32 tolerances, as for the plain batched env)."""
+    venv = Drift(make(env_id, num_envs=3), **kwargs)
+    _, vector_info = venv.reset(seed=20)
+    singles = [Drift(make(env_id), **kwargs) for _ in range(3)]
+    infos = [env.reset(seed=20 + i)[1] for i, env in enumerate(singles)]
+    for t in range(25):
+        for i in range(3):
+            np.testing.assert_allclose(vector_info["expected_rewards"][i], infos[i]["expected_rewards"], atol=1e-6)
+        action = t % 4
+        _, rewards, _, _, vector_info = venv.step(np.full(3, action))
+        for i, env in enumerate(singles):
+            _, reward, _, _, infos[i] = env.step(action)
+            assert rewards[i] == pytest.approx(reward, abs=1e-6)
+            assert vector_info["regret"][i] == pytest.approx(infos[i]["regret"], abs=1e-6)
