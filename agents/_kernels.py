@@ -89,43 +89,6 @@ def linear_langevin(gram: torch.Tensor, moment: torch.Tensor, theta: torch.Tenso
     return torch.from_numpy(out)
 
 
-# -- agents.linear ---------------------------------------------------------------------------
-@njit(**_JIT)
-def _ucb_scores(x, theta, m, nu, out):
-    R, K, d = x.shape
-    xt, y = np.empty((d, K), np.float32), np.empty((d, K), np.float32)  # arms as columns: loops run along K
-    mean, width = np.empty(K, np.float32), np.empty(K, np.float32)
-    for r in range(R):
-        for k in range(K):
-            for i in range(d):
-                xt[i, k] = x[r, k, i]
-        for i in range(d):  # y = V^-1 X^T, one row at a time
-            y[i, :] = 0.0
-            for j in range(d):
-                m_ij = m[r, i, j]
-                for k in range(K):
-                    y[i, k] += m_ij * xt[j, k]
-        mean[:] = 0.0
-        width[:] = 0.0
-        for i in range(d):
-            theta_i = theta[r, i]
-            for k in range(K):
-                mean[k] += theta_i * xt[i, k]
-                width[k] += xt[i, k] * y[i, k]
-        for k in range(K):
-            out[r, k] = mean[k] + nu[r] * np.sqrt(max(width[k], np.float32(0.0)))
-
-
-def ucb_scores(contexts: torch.Tensor, theta_hat: torch.Tensor, gram_inverse: torch.Tensor,
-               nu: torch.Tensor) -> torch.Tensor:
-    """Loop version of :func:`agents.linear.ucb_scores`: ``x^T theta_hat + nu sqrt(x^T V^-1 x)``, ``(R, K)``."""
-    out = np.empty(contexts.shape[:2], np.float32)
-    _ucb_scores(contexts.numpy(), theta_hat.numpy(), gram_inverse.numpy(), nu.numpy(), out)
-    return torch.from_numpy(out)
-
-
-
-
 # -- agents.models ---------------------------------------------------------------------------
 @njit(**_JIT)
 def _linear_scores(x, theta, out):
@@ -161,43 +124,3 @@ def add_observation(gram: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
     gram_new, moment_new = np.empty(gram.shape, np.float32), np.empty(moment.shape, np.float32)
     _add_observation(gram.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), gram_new, moment_new)
     return torch.from_numpy(gram_new), torch.from_numpy(moment_new)
-
-
-# -- agents.mlp ------------------------------------------------------------------------------
-#: Multiply-adds per replica up to which OpenBLAS (numpy's BLAS) runs a product on the calling thread
-#: (its ``SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD``); larger products stay with ``torch.bmm``
-#: (OpenBLAS's spinning threads took seconds for one CIFAR-sized product on this loaded 2-core CPU).
-SMALL_PRODUCT = 65536 * 4
-
-
-def batched_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """numpy version of ``torch.bmm``: ``(R, n, k) @ (R, k, m) -> (R, n, m)``, replica by replica.
-
-    ``np.matmul`` calls one BLAS ``sgemm`` per replica on the calling thread for products below
-    :data:`SMALL_PRODUCT` multiply-adds each (what :func:`agents.mlp.batched_matmul` sends here), so the
-    MLP's tiny products never wait for a busy core; ``torch.bmm`` hands even a ``10 x (32 x 20 x 20)``
-    product to MKL's OpenMP pool, which waited ~16 ms a call with a second process spinning on this
-    2-core CPU (measured; ``docs/agents.md``, "Neural agents: threads").
-    """
-    with np.errstate(all="ignore"):  # overflow: the agents' divergence guards report it
-        return torch.from_numpy(np.matmul(a.numpy(), b.numpy()))
-
-
-def outer_rows(pairs: list[tuple[torch.Tensor, ...]]) -> torch.Tensor:
-    """numpy version of :func:`agents.mlp.outer_rows`: per row, each pair ``(delta (R, n, o), h (R, n, i))``
-    gives ``delta h^T`` flattened and then ``delta``, all concatenated, ``(R, n, p)``.
-
-    numpy's elementwise products run on the calling thread at any size; torch's split products over
-    more than 32,768 elements (NeuralTS's per-arm gradients, ``(10, 50, 20, 20)``) across its pool.
-    """
-    R, n = pairs[0][0].shape[:2]
-    widths = [delta.shape[2] * (h.shape[2] + 1) for delta, h in pairs]
-    out = np.empty((R, n, sum(widths)), np.float32)
-    start = 0
-    for (delta, h), width in zip(pairs, widths, strict=True):
-        o, i = delta.shape[2], h.shape[2]
-        weights = out[:, :, start: start + o * i].reshape(R, n, o, i)  # a view: the last axis is contiguous
-        np.multiply(delta.numpy()[:, :, :, None], h.numpy()[:, :, None, :], out=weights)
-        out[:, :, start + o * i: start + width] = delta.numpy()
-        start += width
-    return torch.from_numpy(out)

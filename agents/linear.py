@@ -30,7 +30,6 @@ from typing import Any
 
 import torch
 
-from agents import _kernels
 from agents.base import BanditAgent, chosen_rows, env_horizon
 from agents.models import linear_scores, matvec
 from bandit_gym.rng import Stream
@@ -42,8 +41,6 @@ def ucb_scores(contexts: torch.Tensor, theta_hat: torch.Tensor, gram_inverse: to
 
     ``(R, K, d), (R, d), (R, d, d), (R,) -> (R, K)``.
     """
-    if _kernels.enabled(contexts, theta_hat, gram_inverse, nu):
-        return _kernels.ucb_scores(contexts, theta_hat, gram_inverse, nu)
     mean = (contexts * theta_hat[:, None, :]).sum(dim=-1)  # (R, K)
     width = ((contexts @ gram_inverse) * contexts).sum(dim=-1).clamp(min=0).sqrt()  # (R, K); clamp: rounding
     return mean + nu[:, None] * width

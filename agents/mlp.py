@@ -29,7 +29,6 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
-from agents import _kernels
 from agents.blocks import BlockRows, block_matmul, block_outer_rows, block_weight_gradient, split_blocks
 from agents.models import MODELS, HistoryModel, RewardModel
 from agents.validation import check_choice, check_int
@@ -62,19 +61,9 @@ class MLP:
         return kwargs if self.block_arms is None else {**kwargs, "block_arms": self.block_arms}
 
 
-def batched_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``a @ b`` per replica: ``(R, n, k), (R, k, m) -> (R, n, m)``; on CPU, small products by a kernel that keeps
-    them off torch's thread pool (``agents/_kernels.py``)."""
-    if _kernels.enabled(a, b) and a.shape[1] * a.shape[2] * b.shape[2] <= _kernels.SMALL_PRODUCT:
-        return _kernels.batched_matmul(a, b)
-    return torch.bmm(a, b)
-
-
 def outer_rows(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
     """Per row, each layer's ``(delta h^T, delta)`` flattened and concatenated, ``(R, n, p)``: the gradient of
     the row's output, from each layer's ``d f / d z`` ``(R, n, out)`` and input ``h`` ``(R, n, in)``."""
-    if _kernels.enabled(*(t for pair in pairs for t in pair)):
-        return _kernels.outer_rows(pairs)
     pieces = []
     for delta, h in pairs:
         pieces += [(delta[:, :, :, None] * h[:, :, None, :]).flatten(2), delta]  # (R, n, o i), (R, n, o)
@@ -236,7 +225,7 @@ class MLPModel(_NeuralModel):
             if isinstance(h, BlockRows):
                 z = block_matmul(h, weight) + bias[:, None, :]  # (R, n, out): only each row's block of W
             else:
-                z = batched_matmul(h, weight.transpose(1, 2)) + bias[:, None, :]  # (R, n, out)
+                z = torch.bmm(h, weight.transpose(1, 2)) + bias[:, None, :]  # (R, n, out)
             h = z if index == len(layers) - 1 else self._act(z)
         return h[..., 0], inputs
 
@@ -254,7 +243,7 @@ class MLPModel(_NeuralModel):
         for index, (weight, _) in reversed(list(enumerate(self.layers(params)))):
             steps.append((delta, inputs[index]))
             if index > 0:  # the layer's input act(z_{l-1}) has the sign of z_{l-1} (both activations)
-                delta = self._act_backward(batched_matmul(delta, weight), inputs[index])  # (R, n, in)
+                delta = self._act_backward(torch.bmm(delta, weight), inputs[index])  # (R, n, in)
         return steps[::-1]
 
     def gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
@@ -266,7 +255,7 @@ class MLPModel(_NeuralModel):
             if isinstance(h_in, BlockRows):
                 weight_grad = block_weight_gradient(delta, h_in)  # (R, o, i)
             else:
-                weight_grad = batched_matmul(delta.transpose(1, 2), h_in)  # (R, o, i)
+                weight_grad = torch.bmm(delta.transpose(1, 2), h_in)  # (R, o, i)
             pieces += [weight_grad.flatten(1), delta.sum(dim=1)]  # dW (R, o i), db (R, o)
         gradient = torch.cat(pieces, dim=1)  # (R, p)
         return gradient.addcmul_(2.0 * self.lambda_reg[:, None], params)  # + 2 lambda theta, in place: one pass
@@ -283,7 +272,7 @@ class MLPModel(_NeuralModel):
             if isinstance(h_in, BlockRows):
                 weight = block_weight_gradient(squares, BlockRows(h_in.values**2, h_in.block, h_in.n_blocks))
             else:
-                weight = batched_matmul(squares.transpose(1, 2), h_in**2)  # (R, o, i)
+                weight = torch.bmm(squares.transpose(1, 2), h_in**2)  # (R, o, i)
             pieces += [weight.flatten(1), squares.sum(dim=1)]
         return scale * torch.cat(pieces, dim=1)  # (R, p)
 
@@ -313,7 +302,7 @@ class MLPModel(_NeuralModel):
             if isinstance(h_in, BlockRows):
                 weighted = block_matmul(BlockRows(h_in.values**2, h_in.block, h_in.n_blocks), weight_w)  # (R, K, o)
             else:
-                weighted = batched_matmul(h_in**2, weight_w.transpose(1, 2))  # (R, K, o)
+                weighted = torch.bmm(h_in**2, weight_w.transpose(1, 2))  # (R, K, o)
             total = total + (delta**2 * (weighted + bias_w[:, None, :])).sum(dim=-1)
         return prediction, total
 

@@ -105,7 +105,7 @@ def copied_cache(source: Path) -> Path:
 
 def detours() -> None:
     """Microseconds per call of each pool-dodging kernel and of its torch function, on one thread."""
-    from agents import linear, mlp, models
+    from agents import models
     from bandit_gym.threads import policy
 
     g = torch.Generator().manual_seed(0)
@@ -120,14 +120,7 @@ def detours() -> None:
             normal(R, d), normal(R)
         cases += [(f"linear_scores ({R}, {K}, {d})", lambda x=x, theta=theta: models.linear_scores(x, theta)),
                   (f"add_observation ({R}, {d}, {d})", lambda v=v, row=row, r=r:
-                   models.add_observation(v, row, row, r)),
-                  (f"ucb_scores ({R}, {K}, {d})", lambda x=x, theta=theta, v=v, nu=torch.ones(R):
-                   linear.ucb_scores(x, theta, v, nu))]
-    a, b = normal(10, 32, 20), normal(10, 20, 20)
-    cases.append(("batched_matmul (10, 32, 20) @ (10, 20, 20)", lambda: mlp.batched_matmul(a, b)))
-    pairs = [(normal(10, 50, 20), normal(10, 50, 20)), (normal(10, 50, 20), normal(10, 50, 20)),
-             (normal(10, 50, 1), normal(10, 50, 20))]
-    cases.append(("outer_rows (10, 50), a 20-20-20 MLP", lambda: mlp.outer_rows(pairs)))
+                   models.add_observation(v, row, row, r))]
     for R, K, d in ((10, 50, 20), (160, 50, 20)):
         values, x, actions = normal(R, K), normal(R, K, d), torch.randint(K, (R,), generator=g)
         v, row, rows = normal(R, d, d), normal(R, d), torch.arange(R)

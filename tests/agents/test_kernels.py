@@ -12,7 +12,6 @@ from replicas import linear_rounds
 
 from agents import _kernels
 from agents.base import random_argmax
-from agents.linear import ucb_scores
 from agents.lmcts import langevin_steps
 from agents.models import LinearModel, add_observation, linear_scores
 from bandit_gym import rng
@@ -71,17 +70,6 @@ def test_linear_langevin_kernel_equals_langevin_steps(monkeypatch):
     torch.testing.assert_close(fast, langevin_steps(model, theta, eta, beta, noise), rtol=1e-5, atol=1e-5)
 
 
-def test_ucb_scores_kernel_equals_torch(monkeypatch):
-    R, K, d = 6, 9, 5
-    _, contexts, _, played, _ = linear_rounds(30, R, K, d, seed=2)
-    gram_inverse = torch.linalg.inv(torch.eye(d) + played.transpose(0, 1).mT @ played.transpose(0, 1))  # (R, d, d)
-    gram_inverse = (gram_inverse + gram_inverse.mT) / 2
-    theta = torch.randn(R, d, generator=torch.Generator().manual_seed(3))
-    nu = torch.linspace(0.0, 2.0, R)
-    fast, plain = both_ways(monkeypatch, ucb_scores, contexts[0], theta, gram_inverse, nu)
-    torch.testing.assert_close(fast, plain, rtol=1e-5, atol=1e-6)
-
-
 def test_linear_scores_and_add_observation_kernels_equal_torch(monkeypatch):
     R, K, d = 6, 9, 5
     _, contexts, _, played, rewards = linear_rounds(2, R, K, d, seed=5)
@@ -100,21 +88,3 @@ def test_random_argmax_breaks_ties_uniformly():
     noise = rng.uniform(keys, Stream.TIES, 1, (7,))
     wins = torch.bincount(random_argmax(torch.zeros(4000, 7), noise), minlength=7) / 4000
     assert (wins - 1 / 7).abs().max() < 5 * (1 / 7 * 6 / 7 / 4000) ** 0.5
-
-
-def test_mlp_products_kernels_equal_torch(monkeypatch):
-    """The MLP's batched products and per-row outer products (agents.mlp) through numpy equal torch's; strided
-    inputs as the MLP passes them (transposed weight views of the flat parameters)."""
-    from agents.mlp import batched_matmul, outer_rows
-
-    gen = torch.Generator().manual_seed(7)
-    params = torch.randn(4, 6 * 5 + 9, generator=gen)  # (R, p): a weight (6, 5) view inside
-    weight = params[:, 3: 33].reshape(4, 6, 5)  # (R, o, i), row stride p
-    h = torch.randn(4, 7, 5, generator=gen)  # (R, n, i)
-    fast, plain = both_ways(monkeypatch, batched_matmul, h, weight.transpose(1, 2))
-    torch.testing.assert_close(fast, plain, rtol=1e-5, atol=1e-6)  # sums of 5 products of O(1) values
-    pairs = [(torch.randn(4, 7, 6, generator=gen), h), (torch.randn(4, 7, 1, generator=gen),
-                                                         torch.randn(4, 7, 6, generator=gen))]
-    fast, plain = both_ways(monkeypatch, outer_rows, pairs)
-    assert fast.shape == (4, 7, 6 * 5 + 6 + 6 + 1)
-    torch.testing.assert_close(fast, plain, rtol=0, atol=0)  # single products: exactly the same numbers
