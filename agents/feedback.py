@@ -5,7 +5,14 @@ the ``info`` of a later step (``revealed_rounds``, ``revealed_rewards``, rounds 
 ``reset``). :meth:`agents.base.BanditAgent.learn` keeps what each played round needs here (its arm features
 and the arms played) and hands a round to the agent's ``_observe`` when its reward arrives, oldest
 first; the agent's math does not change. Without those keys in ``info`` ``learn`` learns from each round at
-once, as before.
+once, as before. A loop of your own does the same with the public verbs::
+
+    pending = PendingRounds()                     # and pending.reset() after each env.reset()
+    actions, _ = agent.predict(obs)
+    next_obs, reward, terminated, truncated, info = env.step(actions)
+    pending.played(torch.as_tensor(obs).reshape(R, K, d), torch.as_tensor(actions).reshape(R))
+    for contexts, played, rewards in pending.revealed(info, agent.device):
+        agent.update(contexts, played, rewards)   # (there the agent's round t counts updates, not rounds)
 """
 
 from __future__ import annotations

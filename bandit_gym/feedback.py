@@ -13,7 +13,8 @@ round ``s`` (rounds counted from 0 at ``reset``) is revealed at the end of a lat
 
 and ``step`` returns as its reward the sum of the revealed rewards (0.0 when none arrive). On the last
 round of an episode everything still pending is revealed. With ``delay=0`` or ``batch_size=1`` each
-round reveals itself: the reward and every other value are the wrapped env's, bit for bit. The agents'
+round reveals itself: the reward and every other value are the wrapped env's, bit for bit. The revealed
+arrays are numpy, whatever array type the env hands out. The agents'
 ``learn`` reads these keys (:class:`agents.feedback.PendingRounds`): it keeps each round's arm features
 and learns from a round when its reward arrives. A batched env's replicas share the feedback channel's
 schedule (the delays), so one update per revealed round stays one batched operation.
@@ -199,7 +200,7 @@ class DelayedFeedback(_DelaySchedule, _SingleFeedback):
         >>> from bandit_gym.feedback import DelayedFeedback
         >>> env = DelayedFeedback(gym.make("LinearBandit-v0", horizon=5), delay=2)
         >>> obs, info = env.reset(seed=0)
-        >>> [list(env.step(0)[4]["revealed_rounds"]) for _ in range(5)]
+        >>> [env.step(0)[4]["revealed_rounds"].tolist() for _ in range(5)]
         [[], [], [0], [1], [2, 3, 4]]
     """
 
