@@ -17,13 +17,12 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
-from bandit_ids import USER_DATA_IDS
+from bandit_ids import SYNTHETIC_IDS, USER_DATA_IDS
 from gymnasium.utils.env_checker import check_env
 
 import bandit_gym
 
 ALL_IDS = list(bandit_gym.ENV_IDS)
-SYNTHETIC_IDS = [env_id for env_id in ALL_IDS if "dataset" not in gym.spec(env_id).kwargs]
 
 
 def play(env: gym.Env, steps: int) -> list:

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 import torch
 
+from bandit_ids import SYNTHETIC_IDS  # tests/integration is on pytest's pythonpath
+
 import bandit_gym
 
-SYNTHETIC_IDS = [env_id for env_id in bandit_gym.ENV_IDS if "dataset" not in gym.spec(env_id).kwargs]
 SMALL = {"n_arms": 6, "dim": 4, "horizon": 50}
 
 
