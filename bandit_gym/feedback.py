@@ -185,7 +185,7 @@ class DelayedFeedbackVector(_DelaySchedule, _VectorFeedback):
         self._init_delay(delay, delay_seed)
 
 
-class DelayedFeedback(_DelaySchedule, _SingleFeedback):
+class DelayedFeedback(_DelaySchedule, _SingleFeedback, gym.utils.RecordConstructorArgs):
     """Each round's reward arrives ``delay`` rounds later, through ``info`` (module docstring).
 
     Args:
@@ -208,6 +208,7 @@ class DelayedFeedback(_DelaySchedule, _SingleFeedback):
         return _dispatch(cls, DelayedFeedbackVector, env, args, kwargs)
 
     def __init__(self, env: gym.Env, delay: Any = 0, delay_seed: int = 0) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, delay=delay, delay_seed=delay_seed)  # env.spec can remake it
         _SingleFeedback.__init__(self, env)
         self._init_delay(delay, delay_seed)
 
@@ -220,7 +221,7 @@ class BatchedFeedbackVector(_BatchSchedule, _VectorFeedback):
         self._init_batch(batch_size)
 
 
-class BatchedFeedback(_BatchSchedule, _SingleFeedback):
+class BatchedFeedback(_BatchSchedule, _SingleFeedback, gym.utils.RecordConstructorArgs):
     """Rewards are revealed every ``batch_size`` rounds, those of the whole batch at once (batched bandits).
 
     Args:
@@ -233,6 +234,7 @@ class BatchedFeedback(_BatchSchedule, _SingleFeedback):
         return _dispatch(cls, BatchedFeedbackVector, env, args, kwargs)
 
     def __init__(self, env: gym.Env, batch_size: Any = 1) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, batch_size=batch_size)
         _SingleFeedback.__init__(self, env)
         self._init_batch(batch_size)
 
@@ -257,6 +259,12 @@ class _World:
             raise ValueError(f"rate must be a finite number (radians per round), got {rate!r}")
         self.kind, self.every, self.rate = kind, every, float(rate)
         self._theta0: torch.Tensor | None = None
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A loaded simulator recomputes its round in the original world (its pickle holds no caches): drift it again.
+        self.__dict__.update(state)
+        if self.sim.keys is not None:
+            self._apply()
 
     def _drifts(self) -> bool:
         return (self.kind == "rotation" and self.rate != 0.0) or (self.kind == "abrupt" and self.every is not None)
@@ -332,7 +340,7 @@ class DriftVector(_World, _BanditVectorWrapper):
         return obs, info
 
 
-class Drift(_World, gym.Wrapper):
+class Drift(_World, gym.Wrapper, gym.utils.RecordConstructorArgs):
     """A non-stationary world: the rewards' parameters change while the agent plays (module docstring).
 
     Args:
@@ -357,6 +365,7 @@ class Drift(_World, gym.Wrapper):
         return _dispatch(cls, DriftVector, env, args, kwargs)
 
     def __init__(self, env: gym.Env, kind: str = "abrupt", every: int | None = None, rate: float = 0.0) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, kind=kind, every=every, rate=rate)
         gym.Wrapper.__init__(self, env)
         self._init_world(kind, every, rate)
 

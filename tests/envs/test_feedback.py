@@ -266,3 +266,22 @@ def test_drift_vector_replica_i_is_the_single_env_with_seed_plus_i(env_id, kwarg
             _, reward, _, _, infos[i] = env.step(action)
             assert rewards[i] == pytest.approx(reward, abs=1e-6)
             assert vector_info["regret"][i] == pytest.approx(infos[i]["regret"], abs=1e-6)
+
+
+@pytest.mark.parametrize(("wrapper", "kwargs"), [(DelayedFeedback, {"delay": (1, 5)}), (BatchedFeedback, {"batch_size": 4}),
+                                                 (Drift, {"kind": "abrupt", "every": 5}),
+                                                 (Drift, {"kind": "rotation", "rate": 0.2})])
+def test_feedback_wrappers_pass_check_env_and_pickle_mid_episode(wrapper, kwargs):
+    import pickle
+
+    from gymnasium.utils.env_checker import check_env
+
+    check_env(wrapper(make(), **kwargs), skip_render_check=True)
+    env = wrapper(make(), **kwargs)
+    env.reset(seed=1)
+    for t in range(12):
+        env.step(t % 6)
+    copy = pickle.loads(pickle.dumps(env))
+    for t in range(12, 40):
+        a, b = env.step(t % 6), copy.step(t % 6)
+        assert_same([a], [b])
