@@ -113,7 +113,7 @@ def record(agent: Any, env: gym.Env | gym.vector.VectorEnv, rounds: int, *, seed
         raise ValueError(f"rounds must be an integer in [1, {horizon}] (one episode), got {rounds!r}")
     obs, info = env.reset(seed=seed)
     rows: dict[str, list] = {name: [] for name in FIELDS}
-    for _ in range(rounds):
+    for t in range(rounds):
         features = np.asarray(obs, dtype=np.float32).reshape((-1, *np.shape(obs)[-2:]))  # (R, K, d)
         probabilities, _ = agent.action_probabilities(obs, n_samples=n_samples)
         action, _ = agent.predict(obs)
@@ -125,8 +125,12 @@ def record(agent: Any, env: gym.Env | gym.vector.VectorEnv, rounds: int, *, seed
         rows["features"].append(features)
         rows["actions"].append(actions)
         rows["rewards"].append(rewards)
-        rows["propensities"].append(np.asarray(probabilities, np.float64).reshape(len(actions), -1)[
-            np.arange(len(actions)), actions])
+        propensities = np.asarray(probabilities, np.float64).reshape(len(actions), -1)[np.arange(len(actions)), actions]
+        if not (propensities > 0).all():
+            raise ValueError(f"round {t}: action_probabilities gave the arm played probability 0 (a Monte Carlo "
+                             f"estimate from n_samples={n_samples} draws misses rare arms): raise n_samples, or log "
+                             "with an agent whose probabilities are exact (epsilon-greedy, uniform)")
+        rows["propensities"].append(propensities)
         if "expected_rewards" in info:
             rows["expected_rewards"].append(np.asarray(info["expected_rewards"], np.float32).reshape(len(actions), -1))
         obs, info = next_obs, next_info

@@ -110,3 +110,13 @@ def test_replay_env_pays_only_the_logged_action():
         assert truncated == (t == 29)
     value, matched = replay_value(UniformPolicy(seed=9), log)
     assert 0 < matched < 30 and np.isfinite(value)
+
+
+def test_record_refuses_a_played_arm_of_probability_zero():
+    class Liar(UniformPolicy):
+        def action_probabilities(self, obs, n_samples: int = 1000):
+            probabilities, errors = super().action_probabilities(obs)
+            return probabilities * 0, errors
+
+    with pytest.raises(ValueError, match="round 0: action_probabilities gave the arm played probability 0"):
+        record(Liar(), make(), 5, seed=0, n_samples=3)
