@@ -52,6 +52,9 @@ class BanditSimulator(ABC):
     dim: int
     horizon: int
     block_rounds: int = 1
+    #: Whether :meth:`_sample_rewards` also takes and returns numpy arrays (then a single env's round on CPU
+    #: runs no torch operation).
+    numpy_rewards: bool = False
     #: Bounds of every feature, for the observation space.
     feature_low: float = -np.inf
     feature_high: float = np.inf
@@ -105,21 +108,34 @@ class BanditSimulator(ABC):
             self._rounds = list(zip(*(x.unbind(1) for x in (contexts, expected, best, optimal)), strict=True))
             self._block_index = block
             # numpy views of the block for the single env (CPU): its rounds then need no torch call
-            self._arrays = tuple(x.numpy() for x in (contexts, expected, optimal)) if contexts.is_cpu else None
+            self._arrays = tuple(x.numpy() for x in (contexts, expected, best, optimal)) if contexts.is_cpu else None
         self.contexts, self.expected, self.best, self.optimal_action = self._rounds[row]
 
-    def round_arrays(self, replica: int = 0) -> tuple:
-        """Replica ``replica``'s round ``t`` as numpy views (CPU only): its arms ``(K, d)``, their expected
-        rewards ``(K,)`` and the first optimal arm (a numpy int64)."""
+    def _round_arrays(self) -> tuple:
+        """Round ``t`` as numpy views (CPU only): arms ``(R, K, d)``, expected rewards ``(R, K)``, best value and
+        first optimal arm ``(R,)``; those of :attr:`expected`, :attr:`best` and :attr:`optimal_action` where they
+        were set after the block was drawn (``bandit_gym.feedback.Drift`` sets them)."""
         row = self.t % self.block_rounds
-        contexts, expected, optimal = self._arrays
-        return contexts[replica, row], expected[replica, row], optimal[replica, row]
+        contexts, expected, best, optimal = self._arrays
+        drawn = self._rounds[row]
+        if self.expected is drawn[1] and self.best is drawn[2] and self.optimal_action is drawn[3]:
+            return contexts[:, row], expected[:, row], best[:, row], optimal[:, row]
+        return contexts[:, row], self.expected.numpy(), self.best.numpy(), self.optimal_action.numpy()
 
     def step(self, actions: torch.Tensor | int) -> tuple[torch.Tensor, torch.Tensor]:
         """Play ``actions`` ``(R,)`` int64 (or one arm index for every replica, an int) in round ``t``;
-        return ``(rewards, regret)``, ``(R,)`` each."""
+        return ``(rewards, regret)``, ``(R,)`` each: tensors, or numpy arrays for an int on CPU when the
+        simulator's ``_sample_rewards`` takes numpy (:attr:`numpy_rewards`; the same float32 arithmetic)."""
+        if isinstance(actions, int) and self.numpy_rewards and self._arrays is not None:  # the single env
+            _, expected, best, _ = self._round_arrays()  # numpy views and float32 numpy arithmetic
+            chosen = expected[:, actions]  # (R,)
+            regret = best - chosen
+            rewards = self._sample_rewards(chosen, self.t)
+            self.t += 1
+            self._observe()
+            return rewards, regret
         if isinstance(actions, int):
-            chosen = self.expected[:, actions]  # (R,) basic indexing: no index tensor to build
+            chosen = self.expected.select(1, actions)  # (R,) a view: no index tensor to build
         else:
             chosen = self.expected.gather(1, actions.view(-1, 1)).view(-1)  # (R,)
         regret = self.best - chosen  # (R,) exactly 0 for an optimal arm
@@ -259,9 +275,9 @@ class BanditEnv(gym.Env):
 
     def _observation(self) -> tuple[np.ndarray, dict[str, Any]]:
         """Round ``t``'s arms ``(K, d)`` (a view of the simulator's block) and its info."""
-        contexts, expected, optimal = self.sim.round_arrays()
-        return contexts, {"expected_rewards": expected.copy(),  # (K,) the caller's copy
-                          "optimal_action": int(optimal)}
+        contexts, expected, _, optimal = self.sim._round_arrays()
+        return contexts[0], {"expected_rewards": expected[0].copy(),  # (K,) the caller's copy
+                             "optimal_action": int(optimal[0])}
 
 
 class BanditVectorEnv(VectorEnv):

@@ -39,7 +39,8 @@ def enabled() -> bool:
 
 #: Words per torch call of the float64 ``sin`` and ``cos`` in :func:`unit_normal`. Torch runs these two on its
 #: intra-op threads from a much smaller size than most operations (about 1,600 elements here; most operations
-#: from 32,768); 1,024 stay on the calling thread.
+#: from 32,768); 1,024 stay on the calling thread. (On one thread, the threading policy's default, one call takes
+#: them all: an element's sine is the same whatever the call's length.)
 _TORCH_CHUNK = 1024
 #: Words per pass of :func:`unit_normal` (a group of whole replicas, at least one): its float64 buffers stay in cache.
 _PASS_WORDS = 16384
@@ -72,8 +73,9 @@ def unit_normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int,
         _box_muller_inputs(start[replicas], log_u1, sin)  # u1 and the angle
         np.log(log_u1, out=log_u1)
         cos[:] = sin  # the angle
-        for cos_chunk, sin_chunk in zip(torch.from_numpy(cos).view(-1).split(_TORCH_CHUNK),
-                                        torch.from_numpy(sin).view(-1).split(_TORCH_CHUNK), strict=True):
+        chunk = cos.size if torch.get_num_threads() == 1 else _TORCH_CHUNK  # one call where no pool can be entered
+        for cos_chunk, sin_chunk in zip(torch.from_numpy(cos).view(-1).split(chunk),
+                                        torch.from_numpy(sin).view(-1).split(chunk), strict=True):
             cos_chunk.cos_()
             sin_chunk.sin_()
         _unit_rows(log_u1, cos, sin, shape[-1], out[replicas])

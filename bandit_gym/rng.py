@@ -200,22 +200,36 @@ class BlockDraws:
         stream: The stream id (a :class:`Stream`).
         shape: Shape of one round's draw per replica.
         block: Rounds per generator call.
+        scale: A number each draw is multiplied by (in float32, once per block: the same numbers as
+            multiplying each round's draws).
     """
 
-    def __init__(self, kind: str, stream: int, shape: tuple[int, ...] = (), block: int = 128) -> None:
+    def __init__(self, kind: str, stream: int, shape: tuple[int, ...] = (), block: int = 128,
+                 scale: float | None = None) -> None:
         draws: dict[str, Callable[..., torch.Tensor]] = {"normal": normal, "uniform": uniform}
         if kind not in draws:
             raise ValueError(f"kind must be one of {sorted(draws)}, got {kind!r}")
         self.kind, self.stream, self.shape, self.block = kind, int(stream), tuple(shape), int(block)
+        self.scale = scale
         self._draw = draws[kind]
         self._cache: tuple[torch.Tensor, int, torch.Tensor] | None = None  # (keys, block index, values)
+        self._cache_numpy: tuple | None = None  # (values, their numpy view)
 
     def __call__(self, keys: torch.Tensor, t: int) -> torch.Tensor:
         index = t // self.block
         if self._cache is None or self._cache[0] is not keys or self._cache[1] != index:
             values = self._draw(keys, self.stream, index, (self.block, *self.shape))  # (R, block, *shape)
+            if self.scale is not None:
+                values = self.scale * values
             self._cache = (keys, index, values)
-        return self._cache[2][:, t % self.block]  # (R, *shape)
+        return self._cache[2].select(1, t % self.block)  # (R, *shape)
+
+    def numpy(self, keys: torch.Tensor, t: int):
+        """:meth:`__call__`'s draws as a numpy view (CPU keys)."""
+        self(keys, t)
+        if self._cache_numpy is None or self._cache_numpy[0] is not self._cache[2]:
+            self._cache_numpy = (self._cache[2], self._cache[2].numpy())
+        return self._cache_numpy[1][:, t % self.block]  # (R, *shape)
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_cache": None}  # derived state: pickles stay small
+        return {**self.__dict__, "_cache": None, "_cache_numpy": None}  # derived state: pickles stay small

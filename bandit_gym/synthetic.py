@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from bandit_gym import _kernels, rng
@@ -48,6 +49,7 @@ class SyntheticBanditSimulator(BanditSimulator):
     """
 
     feature_low, feature_high = -1.0, 1.0
+    numpy_rewards = True  # _sample_rewards takes numpy too: the single env's rounds run without torch
     derived = (*BanditSimulator.derived, "theta", "fixed_arms", "_noise")
     _noise_kind = "normal"  # the per-round reward draws: Gaussian noise or a uniform coin
 
@@ -76,7 +78,8 @@ class SyntheticBanditSimulator(BanditSimulator):
         self.theta = _kernels.unit_normal(keys, Stream.INSTANCE, 0, (self.dim,))  # (R or 1, d)
         if not self.changing_arms:
             self.fixed_arms = _kernels.unit_normal(keys, Stream.INSTANCE, 1, (self.n_arms, self.dim))  # (R or 1, K, d)
-        self._noise = rng.BlockDraws(self._noise_kind, Stream.REWARD, (), block=256)
+        self._noise = rng.BlockDraws(self._noise_kind, Stream.REWARD, (), block=256,
+                                     scale=self.noise_std if self._noise_kind == "normal" else None)
 
     def _contexts(self, block: int) -> torch.Tensor:
         shape = (self.block_rounds, self.n_arms, self.dim)
@@ -90,6 +93,10 @@ class SyntheticBanditSimulator(BanditSimulator):
         if _kernels.enabled() and contexts.device.type == "cpu":
             return _kernels.linear_scores(contexts, self.theta)  # the same, compiled
         return self._per_draw(lambda x: (x * self.theta[:, None, None, :]).sum(dim=3), contexts)
+
+    def _round_noise(self, like: torch.Tensor | np.ndarray, t: int) -> torch.Tensor | np.ndarray:
+        """Round ``t``'s reward draws ``(R,)``, of the kind of ``like`` (a tensor or a numpy array)."""
+        return self._noise.numpy(self.keys, t) if isinstance(like, np.ndarray) else self._noise(self.keys, t)
 
     def _per_draw(self, function, x: torch.Tensor) -> torch.Tensor:
         """``function`` applied to each counter's rounds of ``x`` ``(R, B, ...)`` on its own: torch's vectorised
@@ -107,7 +114,7 @@ class LinearBanditSimulator(SyntheticBanditSimulator):
         return self._scores(contexts)  # (R, B, K)
 
     def _sample_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
-        return chosen_mean + self.noise_std * self._noise(self.keys, t)  # (R,)
+        return chosen_mean + self._round_noise(chosen_mean, t)  # (R,) the noise drawn times noise_std
 
 
 class LogisticBanditSimulator(SyntheticBanditSimulator):
@@ -119,7 +126,8 @@ class LogisticBanditSimulator(SyntheticBanditSimulator):
         return self._per_draw(torch.sigmoid, self._scores(contexts))  # (R, B, K)
 
     def _sample_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
-        return (self._noise(self.keys, t) < chosen_mean).to(torch.float32)  # (R,) 1 with probability chosen_mean
+        coins = self._round_noise(chosen_mean, t) < chosen_mean  # (R,) True with probability chosen_mean
+        return coins.astype(np.float32) if isinstance(coins, np.ndarray) else coins.to(torch.float32)
 
 
 class QuadraticBanditSimulator(SyntheticBanditSimulator):
