@@ -1,10 +1,10 @@
-"""Neural LMC-TS learns the quadratic bandit on (nearly) every seed, whatever the rounding; NeuralTS on most.
+"""Neural LMC-TS and NeuralTS learn the quadratic bandit on (nearly) every seed, whatever the rounding.
 
 ``QuadraticBandit-v0`` (d = 20, 50 new arms per round, r = 10 (x . theta*)^2 + N(0, 1)), every agent at its
 defaults (a 20-20-20 leaky-ReLU MLP, K = 10 steps on mini-batches of 32 rows per round), 10 seeds as one batch.
 A linear model can exploit one sign of x . theta* only: LinTS plays at 0.45-0.5 regret per round late in the
 run on every seed, and so does a network that never tries the other sign ("stuck"). A seed has LEARNT when
-its regret per round over the window below is under ``LEARNT`` = 0.3.
+its regret per round over the window below is under ``LEARNT`` = 0.37.
 
 Why a count of seeds and not a mean, and why these margins. Whether one seed gets stuck is a chaotic function
 of float rounding: the same code with the compiled kernels on or off (or another BLAS, or another CPU) plays
@@ -16,14 +16,18 @@ Measured now (regret of rounds 2,001-3,000 per seed):
 
 - LMC-TS, seeds 0-9, kernels on [96, 74, 58, 101, 78, 90, 51, 79, 72, 85], off [99, 81, 59, 93, 72, 88, 59, 118,
   78, 74]; seeds 10-29 off: all 20 at 54-99; seeds 10-39 on, T = 2,000: all 30 under 0.15 per round in rounds
-  1,501-2,000. No stuck seed in 70 runs: rate below ~4% (95%). The threshold is 2.5x the worst seed and 1.5x
-  under a stuck one. "At least 9 of 10" fails by chance with probability 0.4% at a 1% rate, 7% at 4%.
-- NeuralTS, seeds 0-9, on [143, 193, 169, 140, 132, 230, 175, 115, 144, 143], off [133, 173, 184, 142, 128, 238,
-  167, 126, 138, 149]; but seeds 10-29 (kernels on): 5 of 20 above the threshold (409-641; the others 119-289).
-  NeuralTS does NOT learn on 9 of 10 seeds reliably: about 1 seed in 4-8 has a mean network that still ranks
-  the arms badly at round 3,000 (its greedy choice's regret equals its played regret, 0.6-0.7 per round, and
-  its exploration widths are small, 0.1-0.2: a fitting problem, not an exploration one; a diagonally
-  preconditioned gradient descent did not help). Its test asks for 5 of 10 (false alarm 2% at a 25% rate).
+  1,501-2,000. No stuck seed in 70 runs: rate below ~4% (95%). The threshold is 3x the worst seed and 0.1
+  under a stuck one. "At least 9 of 10" fails by chance with probability 0.4% at a 1% rate, 6% at 4%.
+- NeuralTS (nu = 6 since 2026-11-26; ``agents/neural.py``), seeds 0-9, on [147, 266, 162, 157, 146, 285, 188,
+  203, 136, 175], off [143, 211, 165, 155, 143, 283, 178, 326, 130, 167]; seeds 10-49 on and off: 115-311, but
+  seed 32 stuck both ways (467, 512). Stuck: 1 seed of 50 (the kernel switch flipped no verdict), a rate of 2%
+  (one-sided 95% bound 9%). Its learnt seeds pay for exploration (0.12-0.33 per round), hence ``LEARNT`` = 0.37,
+  between the worst of them and the stuck seeds of every nu tried (0.41-0.68: nu = 3 left 7 of seeds 0-49
+  stuck, nu = 4.5 1 of 10-29, nu = 8 2 of 30-39, nu = 10 2 of 10-29). Its tests ask for 9 of 10 and 18 of 20,
+  as LMC-TS's: at a 2% rate they fail by chance with probability 1.6% and 0.7%, at 5% 9% and 8%, at the 9%
+  bound 23% and 27%; at nu = 3's 14% they would fail 42% and 54% of the time. Seeds 0-9 themselves: 10 of 10
+  with either kernel setting, the worst at 0.33, so two of them would have to turn stuck for the default test
+  to fail.
 The default run costs about 85 s on a quiet 2-core CPU, 128 s measured at load 4 (one kernel setting: the
 ``kernels`` fixture is overridden; CI runs the ``learning`` marker once more with ``BANDIT_GYM_KERNELS=0``).
 """
@@ -44,8 +48,8 @@ pytestmark = [pytest.mark.usefixtures("one_torch_thread"), pytest.mark.learning]
 
 HORIZON, WINDOW = 3000, (2000, 3000)  # regret of rounds 2,001-3,000
 #: Regret per round under which a seed has learnt: between a learnt seed (LMC-TS at most 0.12 measured, NeuralTS
-#: 0.29) and the one-sign level of a linear model or a stuck network (0.45-0.5).
-LEARNT = 0.3
+#: 0.33) and a stuck network (0.41-0.64 measured) or the one-sign level of a linear model (0.45-0.5).
+LEARNT = 0.37
 
 
 @pytest.fixture(autouse=True)
@@ -72,12 +76,12 @@ def window_regret(name: str, first_seed: int, n_seeds: int) -> np.ndarray:
 
 def test_a_linear_model_stays_at_the_one_sign_level():
     """The premise of ``LEARNT``: LinTS (which can only exploit one sign of x . theta*) stays above 0.4 regret per
-    round on every seed (measured 0.45-0.5), so a seed under 0.3 has learnt the quadratic."""
+    round on every seed (measured 0.45-0.5), so a seed under ``LEARNT`` (0.37) has learnt the quadratic."""
     linear = window_regret("LinTS", 0, 10)
     assert (linear > 0.4).all(), linear
 
 
-@pytest.mark.parametrize(("name", "at_least"), [("LMCTS", 9), ("NeuralTS", 5)])
+@pytest.mark.parametrize(("name", "at_least"), [("LMCTS", 9), ("NeuralTS", 9)])
 def test_neural_agent_learns_on_most_seeds(name, at_least):
     """Seeds 0-9 at the defaults: at least ``at_least`` of 10 under ``LEARNT`` regret per round in rounds
     2,001-3,000 (the rates measured and the chance of a false alarm: the module docstring)."""
@@ -86,10 +90,10 @@ def test_neural_agent_learns_on_most_seeds(name, at_least):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "at_least"), [("LMCTS", 18), ("NeuralTS", 10)])
+@pytest.mark.parametrize(("name", "at_least"), [("LMCTS", 18), ("NeuralTS", 18)])
 def test_neural_agent_learns_on_most_further_seeds(name, at_least):
-    """Seeds 10-29, the same verdict. LMC-TS: at least 18 of 20 (measured: all 20, kernels on and off; a 1% stuck
-    rate fails it with probability 0.1%, the old chain's ~20% 79% of the time). NeuralTS: at least 10 of 20
-    (measured 15 with the kernels on; false alarm 0.4% at a 25% rate). About 150 s."""
+    """Seeds 10-29, the same verdict: at least 18 of 20 (measured: all 20 for both, kernels on and off; a 1% stuck
+    rate fails it with probability 0.1%, a 4% rate 4.4%; the old LMC-TS chain's ~20% 79% of the time, NeuralTS at
+    nu = 3, 25%, 91%). About 150 s per agent."""
     regret = window_regret(name, 10, 20)
     assert (regret < LEARNT).sum() >= at_least, (name, regret.round(3))
