@@ -226,8 +226,10 @@ class BlockDraws:
 
     def numpy(self, keys: torch.Tensor, t: int):
         """:meth:`__call__`'s draws as a numpy view (CPU keys)."""
-        self(keys, t)
-        if self._cache_numpy is None or self._cache_numpy[0] is not self._cache[2]:
+        cache = self._cache
+        if cache is None or cache[0] is not keys or cache[1] != t // self.block or self._cache_numpy is None \
+                or self._cache_numpy[0] is not cache[2]:
+            self(keys, t)
             self._cache_numpy = (self._cache[2], self._cache[2].numpy())
         return self._cache_numpy[1][:, t % self.block]  # (R, *shape)
 
