@@ -149,6 +149,42 @@ def check_agent_name(name: str) -> str:
     return name
 
 
+def _import_module(module: str, what: str, value: str):
+    """``importlib.import_module(module)``; a failure is a one-line ValueError naming ``what`` and ``value``."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ValueError(f"{what} {value!r}: cannot import the module {module!r} ({type(exc).__name__}: {exc}); "
+                         "it must be importable: an installed package, or its folder on PYTHONPATH") from None
+
+
+def agent_class(name: str) -> type:
+    """The agent class ``name``: one of the ``agents`` package (``LMCTS``), or your own as
+    ``package.module:ClassName`` (a subclass of :class:`agents.BanditAgent`, imported here).
+
+    Raises:
+        ValueError: one line naming ``name``: unknown, not importable, or not a ``BanditAgent``.
+    """
+    if ":" not in name:
+        return agent_classes()[check_agent_name(name)]
+    import agents
+
+    module, _, attribute = name.partition(":")
+    if not module or not attribute:
+        raise ValueError(f"agent {name!r}: your own agent is written 'package.module:ClassName'")
+    found = _import_module(module, "agent", name)
+    cls = found
+    for part in attribute.split("."):
+        if not hasattr(cls, part):
+            raise ValueError(f"agent {name!r}: the module {module!r} has no {attribute!r}")
+        cls = getattr(cls, part)
+    if not (isinstance(cls, type) and issubclass(cls, agents.BanditAgent)) or cls is agents.BanditAgent:
+        raise ValueError(f"agent {name!r} is not a subclass of agents.BanditAgent, got {cls!r}")
+    return cls
+
+
 # -- envs -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class EnvInfo:
@@ -169,10 +205,31 @@ def env_ids() -> tuple[str, ...]:
     return tuple(bandit_gym.ENV_IDS)
 
 
+def import_modules(modules) -> None:
+    """Import each of ``modules`` (a config's ``imports``: your modules that register envs)."""
+    for module in modules:
+        _import_module(module, "imports:", module)
+
+
 def check_env_id(env_id: str) -> str:
-    """``env_id`` if bandit-gym registers it; else ValueError with the closest bandit-gym id."""
+    """``env_id`` if it is registered (bandit-gym's ids, or one your imported module registered), or
+    Gymnasium's ``module:EnvId`` (the module is imported, and must register ``EnvId``); else ValueError
+    with the closest bandit-gym id."""
+    import gymnasium as gym
+
     ids = env_ids()
-    if env_id not in ids:
+    name = env_id
+    if ":" in env_id:
+        module, _, name = env_id.partition(":")
+        if not module or not name:
+            raise ValueError(f"env {env_id!r}: your own env is written 'package.module:EnvId' (Gymnasium's form)")
+        _import_module(module, "env", env_id)
+        if name not in gym.registry:
+            raise ValueError(f"env {env_id!r}: importing {module!r} did not register {name!r}"
+                             + (f"; did you mean {module}:{close}?" if (close := closest_name(
+                                 name, [i for i in gym.registry if i not in ids])) else ""))
+        return env_id
+    if env_id not in ids and env_id not in gym.registry:
         raise ValueError(unknown_name_message("env", env_id, ids))
     return env_id
 
@@ -193,3 +250,32 @@ def describe_env(env_id: str) -> EnvInfo:
     horizon = env.unwrapped.horizon
     env.close()
     return EnvInfo(env_id, int(n_arms), int(dim), int(horizon), None)
+
+
+# -- wrappers -------------------------------------------------------------------------------
+def wrapper_classes() -> dict[str, type]:
+    """The env wrappers a config's ``wrappers:`` may name: those of ``bandit_gym``'s public namespace
+    (``bandit_gym.__all__``) and of ``bandit_gym.wrappers``, by class name."""
+    import gymnasium as gym
+    from gymnasium.vector import VectorWrapper
+
+    import bandit_gym
+    import bandit_gym.wrappers
+
+    found = {}
+    for module in (bandit_gym, bandit_gym.wrappers):
+        names = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
+        for name in names:
+            cls = getattr(module, name, None)
+            if isinstance(cls, type) and issubclass(cls, (gym.Wrapper, VectorWrapper)) and cls.__module__.startswith(
+                    "bandit_gym"):
+                found.setdefault(name, cls)
+    return found
+
+
+def wrapper_class(name: str) -> type:
+    """The wrapper class ``name`` (see :func:`wrapper_classes`); else ValueError with the closest name."""
+    classes = wrapper_classes()
+    if name not in classes:
+        raise ValueError(unknown_name_message("wrapper", name, classes))
+    return classes[name]

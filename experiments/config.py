@@ -13,6 +13,9 @@ A config names one env, the horizon, the seeds and, per agent, fixed hyperparame
         fixed: {n_inner_steps: 100}
         grid: {step_size: [0.1, 0.3], inverse_temperature: [10, 100]}
       LMCTS-glm: {agent: LMCTS, fixed: {model: glm}}
+      Mine: {agent: my_pkg.agents:MyAgent}   # your own BanditAgent subclass, as package.module:ClassName
+    wrappers: [{DelayedFeedback: {delay: 100}}]   # optional: bandit_gym's wrappers, applied in this order
+    imports: [my_pkg.envs]            # optional: your modules that register envs (or env: my_pkg.envs:MyEnv-v0)
 
 Every grid point times every seed of one agent runs as ONE batched agent on ONE batched env
 (per-replica hyperparameters), so a grid may only vary hyperparameters that take one value per
@@ -38,7 +41,8 @@ import yaml
 
 from experiments import catalog
 
-TOP_LEVEL_KEYS = ("name", "description", "env", "env_kwargs", "horizon", "seeds", "seed", "agents")
+TOP_LEVEL_KEYS = ("name", "description", "imports", "env", "env_kwargs", "wrappers", "horizon", "seeds", "seed",
+                  "agents")
 REQUIRED_KEYS = ("env", "horizon", "seeds", "agents")
 AGENT_KEYS = ("agent", "fixed", "grid", "note")
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
@@ -89,17 +93,27 @@ class ExperimentConfig:
     seed: int = 0
     description: str = ""
     source: str = ""
+    imports: tuple[str, ...] = ()  # modules imported before the env is made (they register envs)
+    wrappers: tuple[tuple[str, dict[str, Any]], ...] = ()  # (bandit_gym wrapper name, its keywords), in order
 
     def seed_list(self) -> list[int]:
         return list(range(self.seed, self.seed + self.seeds))
 
     def to_dict(self) -> dict[str, Any]:
         """What defines the results (not the description or the file's path): compared on resume."""
-        return {"name": self.name, "env": self.env, "env_kwargs": dict(self.env_kwargs), "horizon": self.horizon,
-                "seeds": self.seeds, "seed": self.seed, "agents": [a.to_dict() for a in self.agents]}
+        found = {"name": self.name, "env": self.env, "env_kwargs": dict(self.env_kwargs), "horizon": self.horizon,
+                 "seeds": self.seeds, "seed": self.seed, "agents": [a.to_dict() for a in self.agents]}
+        if self.wrappers:  # only when given: results written before wrappers existed still match
+            found["wrappers"] = wrappers_to_list(self.wrappers)
+        return found
 
     def agent(self, label: str) -> AgentSpec:
         return next(a for a in self.agents if a.label == label)
+
+
+def wrappers_to_list(wrappers) -> list[dict[str, dict[str, Any]]]:
+    """``[{name: keywords}, ...]``, as a config writes them (and experiment.json records them)."""
+    return [{name: dict(kwargs)} for name, kwargs in wrappers]
 
 
 # -- YAML with line numbers -------------------------------------------------------------------------
@@ -244,6 +258,16 @@ def load_config(path: str | Path, *, seeds: int | None = None, horizon: int | No
     name = str(data.get("name", path.stem))
     if not LABEL_PATTERN.fullmatch(name):
         raise located.error(("name",), f"must be letters, digits, '_', '.', '+' or '-', got {name!r}")
+    imports = data.get("imports") or []
+    if isinstance(imports, str):
+        imports = [imports]
+    if not isinstance(imports, list) or not all(isinstance(m, str) and m for m in imports):
+        raise located.error(("imports",), f"must be a list of module names (that register envs), got {imports!r}")
+    for i, module in enumerate(imports):
+        try:
+            catalog.import_modules([module])
+        except ValueError as exc:
+            raise located.error(("imports", i), str(exc)) from None
     if not isinstance(data["env"], str):
         raise located.error(("env",), f"must be an env id, got {data['env']!r}")
     try:
@@ -259,6 +283,7 @@ def load_config(path: str | Path, *, seeds: int | None = None, horizon: int | No
             if key in command_line:
                 raise ConfigError(f"argument --env-kwargs: {message}")
             raise located.error(("env_kwargs", key), message)
+    wrappers = _wrappers(located, data.get("wrappers"))
     config_horizon = _count(located, data, "horizon", 1)
     config_seeds = _count(located, data, "seeds", 1)
     first_seed = _count(located, data, "seed", 0) if "seed" in data else 0
@@ -269,7 +294,8 @@ def load_config(path: str | Path, *, seeds: int | None = None, horizon: int | No
     config = ExperimentConfig(
         name=name, env=env_id, horizon=horizon if horizon is not None else config_horizon,
         seeds=seeds if seeds is not None else config_seeds, agents=specs, env_kwargs=env_kwargs,
-        seed=first_seed, description=str(data.get("description", "")).strip(), source=str(path))
+        seed=first_seed, description=str(data.get("description", "")).strip(), source=str(path),
+        imports=tuple(imports), wrappers=wrappers)
     if check_agents:
         _check_by_building(located, config, command_line)
     return config
@@ -296,6 +322,29 @@ def missing_config_message(path: Path) -> str:
     return f"config {str(path)!r} does not exist{hint} (the configs/ folder has one per experiment)"
 
 
+def _wrappers(located: _Located, value: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """A config's ``wrappers:``: a list of names or ``{Name: {keyword: value}}`` mappings."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise located.error(("wrappers",), f"must be a list such as [{{DelayedFeedback: {{delay: 100}}}}], got {value!r}")
+    found = []
+    for i, item in enumerate(value):
+        if isinstance(item, str):
+            name, kwargs = item, {}
+        elif isinstance(item, dict) and len(item) == 1:
+            name, kwargs = next(iter(item.items()))
+            kwargs = _mapping(located, kwargs, ("wrappers", i, name), f"keywords of {name}")
+        else:
+            raise located.error(("wrappers", i), f"a wrapper is a name or {{Name: {{keyword: value}}}}, got {item!r}")
+        try:
+            catalog.wrapper_class(name)
+        except ValueError as exc:
+            raise located.error(("wrappers", i), str(exc)) from None
+        found.append((name, kwargs))
+    return tuple(found)
+
+
 def _agent_spec(located: _Located, label: str, entry: Any) -> AgentSpec:
     path = ("agents", label)
     if not LABEL_PATTERN.fullmatch(label):
@@ -307,7 +356,7 @@ def _agent_spec(located: _Located, label: str, entry: Any) -> AgentSpec:
                                 + "; hyperparameters go under 'fixed' or 'grid'")
     class_name = entry.get("agent", label)
     try:
-        cls = catalog.agent_classes()[catalog.check_agent_name(str(class_name))]
+        cls = catalog.agent_class(str(class_name))
     except ValueError as exc:
         raise located.error(path + (("agent",) if "agent" in entry else ()), str(exc)) from None
     accepted = catalog.agent_hyperparameters(cls)
@@ -337,7 +386,7 @@ def _check_by_building(located: _Located, config: ExperimentConfig, command_line
 
     ``command_line``: the env keywords that ``--env-kwargs`` gave (an error naming one is blamed on it).
     """
-    from experiments.runner import build_agent, make_env
+    from experiments.runner import WrapperError, build_agent, make_env
 
     envs: dict[int, Any] = {}
     try:
@@ -346,6 +395,8 @@ def _check_by_building(located: _Located, config: ExperimentConfig, command_line
             if replicas not in envs:
                 try:
                     envs[replicas] = make_env(config, replicas, "cpu")
+                except WrapperError as exc:
+                    raise located.error(("wrappers", exc.index), str(exc)) from None
                 except (ValueError, TypeError) as exc:
                     raise _env_error(located, config, command_line, str(exc)) from None
             try:

@@ -41,12 +41,21 @@ import torch
 from bandit_gym.threads import policy
 from experiments import catalog
 from experiments.checkpoint import EVERY_S, Checkpoint, DeferredInterrupt, Progress, stack_rows
-from experiments.config import AgentSpec, ExperimentConfig
+from experiments.config import AgentSpec, ExperimentConfig, wrappers_to_list
 from experiments.results import ResultsDir, final_regret_stats, package_versions
 
 
+class WrapperError(ValueError):
+    """A wrapper of the config's ``wrappers`` refused its keywords or the env; ``index``: its place in the list."""
+
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+
+
 def make_env(config: ExperimentConfig, num_replicas: int, device: str) -> gym.vector.VectorEnv:
-    """The native batched env of ``config`` with ``num_replicas`` replicas and the config's horizon.
+    """The native batched env of ``config`` with ``num_replicas`` replicas and the config's horizon,
+    in the config's ``wrappers`` (the first innermost); the config's ``imports`` are imported first.
 
     The horizon governs: the episode is made as long as it (``max_episode_steps=horizon``, which ``make_vec``
     passes to the vector entry point instead of the registry's limit), so a horizon above the registry's
@@ -59,8 +68,17 @@ def make_env(config: ExperimentConfig, num_replicas: int, device: str) -> gym.ve
     if steps != config.horizon:
         raise ValueError(f"env_kwargs.max_episode_steps: the runner plays one episode of the config's horizon "
                          f"({config.horizon}), got max_episode_steps={steps!r}; leave it out")
-    return gym.make_vec(config.env, num_envs=num_replicas, vectorization_mode="vector_entry_point",
-                        horizon=config.horizon, max_episode_steps=config.horizon, device=device, **kwargs)
+    catalog.import_modules(config.imports)
+    env = gym.make_vec(config.env, num_envs=num_replicas, vectorization_mode="vector_entry_point",
+                       horizon=config.horizon, max_episode_steps=config.horizon, device=device, **kwargs)
+    for index, (name, wrapper_kwargs) in enumerate(config.wrappers):
+        try:
+            env = catalog.wrapper_class(name)(env, **wrapper_kwargs)
+        except (ValueError, TypeError, AttributeError) as exc:
+            env.close()
+            raise WrapperError(index, f"{name}({', '.join(f'{k}={v!r}' for k, v in wrapper_kwargs.items())}) "
+                               f"cannot wrap {config.env}'s batched env: {exc}") from None
+    return env
 
 
 def build_agent(spec: AgentSpec, config: ExperimentConfig, env: gym.vector.VectorEnv, device: str,
@@ -69,14 +87,17 @@ def build_agent(spec: AgentSpec, config: ExperimentConfig, env: gym.vector.Vecto
     points = spec.points() if points is None else points
     per_replica = {name: [point[name] for point in points for _ in range(config.seeds)] for name in spec.grid}
     seeds = [s for _ in points for s in config.seed_list()]
-    cls = catalog.agent_classes()[spec.agent]
+    cls = catalog.agent_class(spec.agent)
     return cls(env, seed=seeds, device=device, **spec.fixed, **per_replica)
 
 
 def cell_config(config: ExperimentConfig, spec: AgentSpec) -> dict[str, Any]:
     """What defines one cell's numbers (compared with a finished cell's before it is skipped)."""
-    return {"env": config.env, "env_kwargs": dict(config.env_kwargs), "horizon": config.horizon,
-            "seeds": config.seed_list(), "agent": spec.to_dict()}
+    found = {"env": config.env, "env_kwargs": dict(config.env_kwargs), "horizon": config.horizon,
+             "seeds": config.seed_list(), "agent": spec.to_dict()}
+    if config.wrappers:  # only when given: cells written before wrappers existed still match
+        found["wrappers"] = wrappers_to_list(config.wrappers)
+    return found
 
 
 @dataclass
@@ -208,7 +229,7 @@ def _play(config: ExperimentConfig, spec: AgentSpec, points: list[dict[str, Any]
     try:
         agent = build_agent(spec, config, env, device, points)
         checkpoint = None
-        if checkpoints is not None:
+        if checkpoints is not None and not config.wrappers:  # a wrapper's pending rewards are not checkpointed
             key = {"cell_config": cell_config(config, spec), "points": points, "device": device,
                    "versions": package_versions()}
             checkpoint = Checkpoint(checkpoints.folder / f"{name}.pt", key, checkpoints.every_s)
@@ -232,6 +253,8 @@ def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | N
     it if it holds a usable one, write it while playing, and on Ctrl-C end the round, write it and raise
     ``KeyboardInterrupt`` (see :mod:`experiments.checkpoint`).
     """
+    from agents.feedback import REVEALED, PendingRounds
+
     synchronize = torch.cuda.synchronize if agent.device.type == "cuda" else (lambda: None)
     clock = time.perf_counter
     restored = checkpoint.load(agent, env) if checkpoint is not None else None
@@ -242,6 +265,7 @@ def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | N
     bar = _round_bar(total, bar_label, done.rounds)
     cumulative = sum(float(np.mean(_as_numpy(row))) for row in done.regret) if bar is not None else 0.0
     in_update = False  # agent.update running: its state may be half-changed, not a state to checkpoint
+    pending = PendingRounds()  # rounds whose rewards have not arrived (delayed or batched feedback)
     with DeferredInterrupt(enabled=checkpoint is not None) as interrupt:
         try:
             for played in range(done.rounds + 1, total + 1):
@@ -252,7 +276,10 @@ def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | N
                 next_obs, reward, _, _, info = env.step(actions)
                 stepped = clock()
                 in_update = True
-                agent.update(obs, actions, reward)
+                if REVEALED in info:  # delayed or batched feedback (a config's wrappers): as agent.learn does
+                    _observe_revealed(agent, pending, obs, actions, info)
+                else:
+                    agent.update(obs, actions, reward)
                 synchronize()
                 done.select_s += chosen - start
                 done.update_s += clock() - stepped
@@ -283,6 +310,16 @@ def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | N
     notes = (checkpoint.note,) if checkpoint is not None and checkpoint.note else ()
     return _Played(regret.reshape(total, -1), [], done.select_s, done.update_s, notes,
                    done.earlier_s)
+
+
+def _observe_revealed(agent, pending, obs, actions, info: dict[str, Any]) -> None:
+    """One round under delayed or batched feedback, learnt as ``agent.learn`` learns it (the same numbers):
+    keep the round's arms, learn from each round whose reward ``info`` reveals, then advance the round."""
+    contexts = agent._as_contexts(obs, check_finite=True)
+    pending.played(contexts, torch.as_tensor(_as_numpy(actions), device=agent.device).reshape(-1))
+    for paid in pending.revealed(info, agent.device):
+        agent._observe(*paid)
+    agent.t += 1
 
 
 def _as_numpy(values) -> np.ndarray:
