@@ -1,114 +1,205 @@
-"""The posterior samplers of agents/samplers.py against LMC-TS at one budget of gradient evaluations per round.
+"""The posterior samplers of agents/samplers.py against LMC-TS: every configs/samplers_*.yaml, in parallel.
 
-Two problems of the LMC-TS paper at a modest size (all seeds as one batch, default env sizes: 50 arms, d = 20):
+Each config (issue 22) is one problem of the LMC-TS paper (Figure 1 a-d, the UCI sets of Figure 2) with LMC-TS,
+FG-LMC-TS, MALA, HMC, underdamped LMC and ensemble sampling at ONE budget of gradient evaluations per round
+(the config's header says how each agent spends it) and a grid of the same size per agent. A job is one
+(problem, agent): all its grid points x seeds as one batch, in its own worker process (``--jobs N`` at a time)
+on ONE torch thread, after a 3-round warm-up that compiles the kernels. Each finished job is written at once
+to ``OUT/<problem>__<agent>.json`` and the table ``OUT/samplers.md`` is rewritten, both atomically (a temporary
+file renamed over the old one): an interrupted run keeps every finished job, and a rerun with the same
+horizon and seeds reuses them (``--fresh`` to replay).
 
-* ``LinearBanditFixed-v0`` with the linear model: ``--linear-budget`` gradients per round (default 50): LMC-TS,
-  FG-LMC-TS, MALA and underdamped LMC take that many steps, HMC that many leapfrog steps (``K = budget / 5``
-  trajectories of ``L = 5``; MALA and HMC also evaluate the loss once per proposal); ensemble sampling (10
-  members) solves each member exactly and has no budget.
-* ``QuadraticBandit-v0`` with a 20-20-20 MLP: ``--neural-budget`` gradients per round (default 10): LMC-TS,
-  FG-LMC-TS and ULMC on mini-batches of 32 rows (the library's neural default), MALA and HMC on the full
-  history (their Metropolis test needs the full loss), ensemble sampling (5 members) ``budget`` full-batch
-  gradient steps per member.
+Prints per job the best grid point's final cumulative regret (mean +- standard error over the seeds), the
+seconds per 1,000 rounds of the whole batch (grid points x seeds replicas), the mean acceptance rate of MALA
+and HMC at that point (min-max over its seeds) and the chosen hyperparameters. A job that fails (a missing
+dataset, a diverged chain) is a row with its error, not a stop.
 
-Every agent keeps its library defaults otherwise (no grid search: the issue's grids at equal budget are left
-to a longer run). Prints per agent the final cumulative regret (mean +- standard error over the seeds), the
-seconds per 1,000 rounds (after a 3-round warm-up of every agent, which compiles the kernels), and for MALA and
-HMC the mean acceptance rate (min-max over the seeds). Torch runs on one thread (the library's policy). Time
-figures are those of the machine it runs on (say if it is shared).
-
-    nice python benchmarks/samplers.py                       # both problems, 10 seeds, T = 1000 and 500
-    python benchmarks/samplers.py --envs linear --rounds 300 --seeds 4 --out /tmp/samplers.md
+    python benchmarks/samplers.py --jobs 16                    # everything at the configs' sizes (16 cores)
+    nice python benchmarks/samplers.py --quick --jobs 2        # 300 rounds, 3 seeds: a shared 2-core machine
+    python benchmarks/samplers.py --problems linear_fixed quadratic --agents LMCTS MALATS --horizon 500
+    python benchmarks/samplers.py --env-kwargs '{cache_dir: /data/openml}'   # where the UCI data is cached
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import os
+import tempfile
 import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
-import bandit_gym  # noqa: F401  (registers the envs)
-from agents import FGLMCTS, HMCTS, LMCTS, MALATS, MLP, ULMCTS, EnsembleSampling, UniformRandom
-
-try:
-    from _report import GrowingTable  # run as a script: benchmarks/ is on sys.path
-except ImportError:  # imported as benchmarks.samplers
-    from benchmarks._report import GrowingTable
-
-LEAPFROG = 5
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = {path.stem.removeprefix("samplers_"): path for path in sorted((ROOT / "configs").glob("samplers_*.yaml"))}
+AGENT_ORDER = ["LMCTS", "FGLMCTS", "MALATS", "HMCTS", "ULMCTS", "EnsembleSampling"]
+QUICK = {"horizon": 300, "seeds": 3}
+HEADER = ["| problem | env | T | seeds | agent | grads / round | regret mean +- s.e. | s / 1k rounds (replicas) | "
+          "acceptance mean (min-max) | best point |", "|---|---|---:|---:|---|---|---:|---:|---:|---|"]
 
 
-def agents(problem: str, budget: int) -> list[tuple[str, type, dict]]:
-    """(label, class, keywords) of every agent at ``budget`` gradient evaluations per round."""
-    if problem == "linear":
-        model = {"model": "linear"}
-        return [("UniformRandom", UniformRandom, {}), ("LMCTS", LMCTS, {**model, "n_inner_steps": budget}),
-                ("FGLMCTS", FGLMCTS, {**model, "n_inner_steps": budget}),
-                ("MALATS", MALATS, {**model, "n_inner_steps": budget}),
-                ("HMCTS", HMCTS, {**model, "n_inner_steps": max(1, budget // LEAPFROG), "n_leapfrog": LEAPFROG}),
-                ("ULMCTS", ULMCTS, {**model, "n_inner_steps": budget}),
-                ("EnsembleSampling", EnsembleSampling, {**model, "n_members": 10})]
-    model = {"model": MLP(hidden=(20, 20, 20))}
-    return [("UniformRandom", UniformRandom, {}), ("LMCTS", LMCTS, {**model, "n_inner_steps": budget}),
-            ("FGLMCTS", FGLMCTS, {**model, "n_inner_steps": budget, "feel_good_cap": 10.0}),
-            ("MALATS", MALATS, {**model, "n_inner_steps": budget}),
-            ("HMCTS", HMCTS, {**model, "n_inner_steps": max(1, budget // LEAPFROG), "n_leapfrog": LEAPFROG}),
-            ("ULMCTS", ULMCTS, {**model, "n_inner_steps": budget, "batch_size": 32}),
-            ("EnsembleSampling", EnsembleSampling, {**model, "n_members": 5, "n_inner_steps": budget})]
+def gradient_budget(agent: str, fixed: dict[str, Any]) -> str:
+    """Gradient evaluations per round and replica that ``fixed`` gives ``agent`` (as the configs spend it)."""
+    if agent == "EnsembleSampling":
+        if fixed.get("model", "linear") == "linear":
+            return "exact"
+        return f"{fixed['n_members']} x {fixed['n_inner_steps']}"
+    if agent == "HMCTS":
+        return f"{fixed['n_inner_steps']} x {fixed.get('n_leapfrog', 5)}"
+    return str(fixed["n_inner_steps"])
 
 
-ENVS = {"linear": "LinearBanditFixed-v0", "quadratic": "QuadraticBandit-v0"}
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
-def run(env_id: str, rounds: int, seeds: int, cls: type, kwargs: dict) -> dict:
-    env = gym.make_vec(env_id, num_envs=seeds, vectorization_mode="vector_entry_point", device="cpu",
-                       horizon=rounds)
-    agent = cls(env, seed=0, device="cpu", **kwargs)
-    start = time.perf_counter()
+def run_job(problem: str, label: str, horizon: int | None, seeds: int | None, env_kwargs: dict) -> dict[str, Any]:
+    """Play one (problem, agent): every grid point x seed as one batch; the record of :func:`main`'s table."""
+    import torch
+
+    torch.set_num_threads(1)  # this worker process is the benchmark's own: one thread, as the issue asks
+    from experiments.config import load_config
+    from experiments.runner import build_agent, make_env, play_rounds
+
+    record: dict[str, Any] = {"problem": problem, "label": label}
     try:
-        agent.learn(env)
-    except Exception as error:  # a diverged chain is a result too
-        return {"error": f"{type(error).__name__}: {str(error)[:80]}"}
-    seconds = time.perf_counter() - start
+        config = load_config(CONFIGS[problem], horizon=horizon, seeds=seeds, env_kwargs=env_kwargs,
+                             check_agents=False)
+        spec = config.agent(label)
+        points = spec.points()
+        record.update(env=config.env, horizon=config.horizon, seeds=config.seeds, agent=spec.agent,
+                      budget=gradient_budget(spec.agent, spec.fixed), replicas=len(points) * config.seeds)
+        for horizon_s, seeds_s in ((3, 1), (config.horizon, config.seeds)):  # warm-up (kernels), then the run
+            run = dataclasses.replace(config, horizon=horizon_s, seeds=seeds_s)
+            env = make_env(run, len(points) * seeds_s, "cpu")
+            try:
+                agent = build_agent(spec, run, env, "cpu", points)
+                start = time.perf_counter()
+                played = play_rounds(agent, env, horizon_s)
+                seconds = time.perf_counter() - start
+            finally:
+                env.close()
+    except Exception as error:  # noqa: BLE001  (a job that cannot run is a row, not a stop)
+        record["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:160]}" if str(error) else repr(error)
+        record["traceback"] = traceback.format_exc()
+        return record
+    final = np.asarray(played.regret).sum(axis=0).reshape(len(points), config.seeds)  # (P, S)
     rate = getattr(agent, "acceptance_rate", None)
-    return {"regret": agent.history["regret"].sum(axis=0), "per_1k": 1000 * seconds / rounds,
-            "acceptance": None if rate is None else rate.cpu().numpy()}
+    rate = None if rate is None else rate.cpu().numpy().reshape(len(points), config.seeds)
+    record["points"] = []
+    for p, point in enumerate(points):
+        regret = final[p]
+        finite = bool(np.isfinite(regret).all())
+        record["points"].append({
+            "hyperparameters": point, "mean": float(regret.mean()) if finite else None,
+            "se": float(regret.std(ddof=1) / np.sqrt(len(regret))) if finite and len(regret) > 1 else None,
+            "acceptance": None if rate is None else [float(rate[p].mean()), float(rate[p].min()), float(rate[p].max())]})
+    means = [(point["mean"], p) for p, point in enumerate(record["points"]) if point["mean"] is not None]
+    record["best"] = min(means)[1] if means else None
+    record["seconds"] = seconds
+    record["per_1k"] = 1000 * seconds / config.horizon
+    return record
 
 
-def main(argv: list[str] | None = None) -> None:
+def row(record: dict[str, Any]) -> str:
+    """The Markdown row of a job's record."""
+    head = (f"| {record['problem']} | {record.get('env', '')} | {record.get('horizon', '')} | {record.get('seeds', '')} "
+            f"| {record['label']} | {record.get('budget', '')} |")
+    if "error" in record:
+        return f"{head} {record['error']} | | | |"
+    if record["best"] is None:
+        return f"{head} diverged at every point | {record['per_1k']:.2f} ({record['replicas']}) | | |"
+    best = record["points"][record["best"]]
+    se = "nan" if best["se"] is None else f"{best['se']:.1f}"
+    rate = best["acceptance"]
+    accept = "" if rate is None else f"{rate[0]:.3f} ({rate[1]:.3f}-{rate[2]:.3f})"
+    point = ", ".join(f"{name}={value}" for name, value in best["hyperparameters"].items())
+    return (f"{head} {best['mean']:.1f} +- {se} | {record['per_1k']:.2f} ({record['replicas']}) | {accept} | "
+            f"{point} |")
+
+
+def _order(record: dict[str, Any]) -> tuple:
+    label = record["label"]
+    return (list(CONFIGS).index(record["problem"]), AGENT_ORDER.index(label) if label in AGENT_ORDER else 99, label)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import yaml
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
-    parser.add_argument("--rounds", type=int, default=None, help="horizon (default 1000 linear, 500 quadratic)")
-    parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--linear-budget", type=int, default=50)
-    parser.add_argument("--neural-budget", type=int, default=10)
-    parser.add_argument("--agents", nargs="+", default=None, help="labels to run (default: all)")
-    parser.add_argument("--out", type=Path, default=None, help="also keep the table in this Markdown file")
+    parser.add_argument("--problems", nargs="+", default=list(CONFIGS), choices=list(CONFIGS),
+                        help="configs/samplers_<problem>.yaml to run (default: all)")
+    parser.add_argument("--agents", nargs="+", default=None, help="agent labels to run (default: every config's)")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (one (problem, agent) each)")
+    parser.add_argument("--horizon", type=int, default=None, help="rounds (default: each config's)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds (default: each config's, 10)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{QUICK['horizon']} rounds and {QUICK['seeds']} seeds unless --horizon / --seeds say")
+    parser.add_argument("--env-kwargs", default="{}", help="YAML mapping of env keywords, e.g. '{cache_dir: DIR}'")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "samplers_run",
+                        help="folder of the per-job records and samplers.md")
+    parser.add_argument("--fresh", action="store_true", help="replay jobs whose record is already in --out")
     args = parser.parse_args(argv)
-    for problem in args.envs:  # compile the kernels (numba) before any timing
-        for _, cls, kwargs in agents(problem, 2):
-            run(ENVS[problem], 3, 2, cls, kwargs)
-    table = GrowingTable(["| env | T | seeds | grads / round | agent | regret mean +- s.e. | s / 1k rounds | "
-                          "acceptance mean (min-max) |", "|---|---:|---:|---:|---|---:|---:|---:|"], args.out)
-    for problem in args.envs:
-        rounds = args.rounds or (1000 if problem == "linear" else 500)
-        budget = args.linear_budget if problem == "linear" else args.neural_budget
-        for label, cls, kwargs in agents(problem, budget):
-            if args.agents and label not in args.agents:
+    for name in ("jobs", "horizon", "seeds"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"argument --{name}: must be an integer >= 1, got {value}")
+    env_kwargs = yaml.safe_load(args.env_kwargs) or {}
+    if not isinstance(env_kwargs, dict):
+        parser.error(f"argument --env-kwargs: must be a YAML mapping, got {args.env_kwargs!r}")
+    horizon = args.horizon or (QUICK["horizon"] if args.quick else None)
+    seeds = args.seeds or (QUICK["seeds"] if args.quick else None)
+
+    from experiments.config import load_config
+
+    jobs, done = [], []
+    for problem in args.problems:
+        config = load_config(CONFIGS[problem], horizon=horizon, seeds=seeds, check_agents=False)
+        for spec in config.agents:
+            if args.agents and spec.label not in args.agents:
                 continue
-            result = run(ENVS[problem], rounds, args.seeds, cls, kwargs)
-            head = f"| {ENVS[problem]} | {rounds} | {args.seeds} | {budget} | {label} |"
-            if "error" in result:
-                table.row(f"{head} {result['error']} | | |")
-                continue
-            regret, rate = result["regret"], result["acceptance"]
-            se = regret.std(ddof=1) / np.sqrt(len(regret))
-            accept = "" if rate is None else f"{rate.mean():.3f} ({rate.min():.3f}-{rate.max():.3f})"
-            table.row(f"{head} {regret.mean():.1f} +- {se:.1f} | {result['per_1k']:.1f} | {accept} |")
+            path = args.out / f"{problem}__{spec.label}.json"
+            if not args.fresh and path.is_file():
+                old = json.loads(path.read_text())
+                if (old.get("horizon"), old.get("seeds")) == (config.horizon, config.seeds) and "error" not in old:
+                    done.append(old)
+                    continue
+            jobs.append((problem, spec.label))
+    table = args.out / "samplers.md"
+
+    def keep(record: dict[str, Any]) -> None:
+        _write_atomically(args.out / f"{record['problem']}__{record['label']}.json", json.dumps(record, indent=1))
+        done.append(record)
+        print(row(record), flush=True)
+        lines = HEADER + [row(r) for r in sorted(done, key=_order)]
+        _write_atomically(table, "\n".join(lines) + "\n")
+
+    print("\n".join(HEADER), flush=True)
+    for record in sorted(done, key=_order):
+        print(row(record), flush=True)
+    if args.jobs == 1:
+        for problem, label in jobs:
+            keep(run_job(problem, label, horizon, seeds, env_kwargs))
+    else:
+        with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(run_job, problem, label, horizon, seeds, env_kwargs) for problem, label in jobs]
+            for future in as_completed(futures):
+                keep(future.result())
+    if not jobs:
+        _write_atomically(table, "\n".join(HEADER + [row(r) for r in sorted(done, key=_order)]) + "\n")
+    print(f"table: {table}", flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
