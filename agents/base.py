@@ -82,6 +82,20 @@ def chosen_rows(contexts: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     return contexts[torch.arange(len(actions), device=actions.device), actions]
 
 
+def _tensorboard_logger(folder: str | os.PathLike):
+    """Stable-Baselines3's logger writing ``folder/progress.csv`` and TensorBoard files (``learn(tensorboard_log=)``)."""
+    import importlib.util
+
+    if importlib.util.find_spec("tensorboard") is None:
+        raise ModuleNotFoundError(
+            f"tensorboard_log={str(folder)!r} needs the package 'tensorboard', which is not installed; it comes with "
+            'pip install "bandit-gym[tensorboard]" (for CSV alone: agent.set_logger(stable_baselines3.common.logger.'
+            'configure(DIR, ["csv"])))', name="tensorboard")
+    from stable_baselines3.common.logger import configure
+
+    return configure(str(folder), ["csv", "tensorboard"])
+
+
 class DivergenceError(RuntimeError):
     """Parameters became NaN or Inf (e.g. a step size too large)."""
 
@@ -208,7 +222,8 @@ class BanditAgent(ABC):
 
     def learn(self, env: gym.Env | gym.vector.VectorEnv | int | None = None, total_timesteps: int | None = None,
               callback: Callable[[BanditAgent, int], bool | None] | Any | None = None,
-              progress_bar: bool = False, threads: int | str | None = None) -> BanditAgent:
+              progress_bar: bool = False, threads: int | str | None = None,
+              tensorboard_log: str | os.PathLike | None = None) -> BanditAgent:
         """Play ``total_timesteps`` rounds (default: the env's horizon) and learn from each.
 
         ``env`` defaults to the env given at construction (:meth:`get_env`); as in
@@ -228,7 +243,14 @@ class BanditAgent(ABC):
         ``threads``: torch's intra-op threads while playing (the callback included), a positive integer or
         ``"torch"`` (torch's own setting); default ``$BANDIT_GYM_THREADS``, else 1 (:mod:`bandit_gym.threads`).
         Your ``torch.get_num_threads()`` is the same afterwards.
+
+        ``tensorboard_log``: a folder; from now on every round goes to Stable-Baselines3's logger there, as
+        ``progress.csv`` and TensorBoard event files (needs the package ``tensorboard``). For CSV alone, or
+        any other SB3 output, give your own logger to :meth:`set_logger` instead. What is logged: see
+        :meth:`set_logger`.
         """
+        if tensorboard_log is not None:
+            self.set_logger(_tensorboard_logger(tensorboard_log))
         if isinstance(env, int) and not isinstance(env, bool):
             env, total_timesteps = None, env if total_timesteps is None else total_timesteps
         env = self.env if env is None else env
@@ -249,6 +271,7 @@ class BanditAgent(ABC):
             pending = PendingRounds()  # rounds whose rewards have not arrived (delayed or batched feedback)
             self._learn_calls += 1
             rounds = range(1, total + 1)
+            cumulative = 0.0  # the logged cumulative regret, mean over the replicas
             if progress_bar:
                 from tqdm.auto import tqdm
 
@@ -274,7 +297,12 @@ class BanditAgent(ABC):
                 self.t += 1
                 for name, value in (("regret", info["regret"]), ("reward", rewards), ("action", actions)):
                     logs[name].add(value)
-                if on_step(played, locals()) is False:
+                if self._logging:
+                    cumulative = self._log_round(info["regret"], rewards, cumulative)
+                stop = on_step(played, locals()) is False
+                if self._logging:
+                    self.logger.dump(step=self.num_timesteps)  # one row per round, with what callbacks recorded
+                if stop:
                     break
                 if played < total and (_any(terminated) or _any(truncated)):
                     obs, _ = env.reset()
@@ -356,14 +384,53 @@ class BanditAgent(ABC):
         """Env steps taken so far over all replicas (Stable-Baselines3's count, read by its callbacks)."""
         return (self.t - 1) * self.num_replicas
 
+    #: The agent's own quantities that :meth:`learn` logs each round when a logger is set, where the agent has
+    #: them: a per-replica tensor (``acceptance_rate`` of the Metropolis samplers) or a method of the round
+    #: (``exploration_rate(t)`` of the epsilon-greedy agents). Logged as ``agent/<name>``, mean over the replicas.
+    logged_quantities: tuple[str, ...] = ("exploration_rate", "acceptance_rate")
+
     @property
     def logger(self):
-        """A Stable-Baselines3 logger that writes nothing (for SB3 callbacks that log)."""
+        """The Stable-Baselines3 logger: the one given to :meth:`set_logger` (or made by ``learn(tensorboard_log=)``),
+        else one that writes nothing (for SB3 callbacks that log)."""
         if getattr(self, "_logger", None) is None:
             from stable_baselines3.common.logger import Logger
 
             self._logger = Logger(folder=None, output_formats=[])
         return self._logger
+
+    @property
+    def _logging(self) -> bool:
+        return getattr(self, "_logger_set", False)
+
+    def set_logger(self, logger) -> None:
+        """Log every round of :meth:`learn` to a Stable-Baselines3 logger, e.g.
+        ``stable_baselines3.common.logger.configure(DIR, ["csv"])`` (CSV in ``DIR/progress.csv``); None: stop.
+
+        Each round writes one row at step :attr:`num_timesteps`, each value the mean over the replicas:
+        ``rollout/regret`` (the round's regret, ``history["regret"]``), ``rollout/cumulative_regret`` (its sum
+        so far in this ``learn``), ``rollout/reward``, ``time/rounds`` (the agent's round, 1-based), and the
+        agent's own quantities of :attr:`logged_quantities` as ``agent/<name>``; SB3 callbacks may record more.
+        """
+        self._logger = logger
+        self._logger_set = logger is not None
+
+    def _log_round(self, regret, rewards: torch.Tensor, cumulative: float) -> float:
+        """Record the round just played (``self.t`` is already the next one); the new cumulative regret."""
+        regret = float(np.mean(regret.cpu().numpy() if isinstance(regret, torch.Tensor) else np.asarray(regret)))
+        cumulative += regret
+        logger = self.logger
+        logger.record("rollout/regret", regret)
+        logger.record("rollout/cumulative_regret", cumulative)
+        logger.record("rollout/reward", float(rewards.double().mean()))
+        logger.record("time/rounds", self.t - 1)
+        for name in self.logged_quantities:
+            value = getattr(self, name, None)
+            if callable(value):
+                value = value(self.t - 1)
+            if value is not None:
+                logger.record(f"agent/{name}", float(torch.as_tensor(value, dtype=torch.float64).mean()))
+        return cumulative
 
     def __repr__(self) -> str:
         values = ", ".join(f"{k}={v!r}" for k, v in self.hyperparameters().items())

@@ -19,7 +19,7 @@ NOT_HYPERPARAMETERS = frozenset({"self", "env", "seed", "device", "n_arms", "dim
 EXTRA_OF_MODULE = {
     "pandas": "datasets", "openml": "datasets", "arff": "datasets", "sklearn": "datasets", "torchvision": "datasets",
     "tqdm": "experiments", "matplotlib": "experiments",
-    "stable_baselines3": "sb3", "ray": "ray", "pytest": "test", "build": "test",
+    "stable_baselines3": "sb3", "tensorboard": "tensorboard", "ray": "ray", "pytest": "test", "build": "test",
 }
 
 
