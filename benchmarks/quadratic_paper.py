@@ -44,7 +44,7 @@ AGENT_NAMES = ["LMCTS", *NEURAL, "LinTS"]
 #: inverse curvature, no longer eta_0 of eta_0 / t), written out here to be read in one place.
 TUNED = {
     "LMCTS": {"step_size": 0.01, "inverse_temperature": 0.5, "lambda_reg": 2.0},
-    "NeuralTS": {"step_size": 0.003, "exploration_scale": 3.0},
+    "NeuralTS": {"step_size": 0.003, "exploration_scale": 6.0},  # nu = 6 since 2026-11-26 (section 6)
     "NeuralUCB": {"step_size": 0.003, "exploration_scale": 1.0},
     "NeuralLinUCB": {"step_size": 0.01, "exploration_scale": 3.0},
     "NeuralEpsGreedy": {"step_size": 0.01, "exploration_scale": 1.0},
