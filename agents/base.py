@@ -83,7 +83,7 @@ def chosen_rows(contexts: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
 
 
 def _tensorboard_logger(folder: str | os.PathLike):
-    """Stable-Baselines3's logger writing ``folder/progress.csv`` and TensorBoard files (``learn(tensorboard_log=)``)."""
+    """SB3's logger writing ``folder/progress.csv`` and TensorBoard files (``learn(tensorboard_log=)``)."""
     import importlib.util
 
     if importlib.util.find_spec("tensorboard") is None:

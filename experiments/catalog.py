@@ -212,7 +212,7 @@ def import_modules(modules) -> None:
 
 
 def check_env_id(env_id: str) -> str:
-    """``env_id`` if it is registered (bandit-gym's ids, or one your imported module registered), or
+    """``env_id`` if it is registered (bandit-gym's ids, or one a module of yours registered, not Gymnasium's own), or
     Gymnasium's ``module:EnvId`` (the module is imported, and must register ``EnvId``); else ValueError
     with the closest bandit-gym id."""
     import gymnasium as gym
@@ -229,9 +229,19 @@ def check_env_id(env_id: str) -> str:
                              + (f"; did you mean {module}:{close}?" if (close := closest_name(
                                  name, [i for i in gym.registry if i not in ids])) else ""))
         return env_id
-    if env_id not in ids and env_id not in gym.registry:
+    if env_id not in ids and not _users_env(env_id):
         raise ValueError(unknown_name_message("env", env_id, ids))
     return env_id
+
+
+def _users_env(env_id: str) -> bool:
+    """An id registered by a module of yours (imported: a config's ``imports``), not one of Gymnasium's own."""
+    import gymnasium as gym
+
+    spec = gym.registry.get(env_id)
+    entry = spec.entry_point if spec is not None else None
+    module = entry if isinstance(entry, str) else getattr(entry, "__module__", "")
+    return spec is not None and not module.startswith("gymnasium.")
 
 
 def describe_env(env_id: str) -> EnvInfo:

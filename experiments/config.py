@@ -327,7 +327,8 @@ def _wrappers(located: _Located, value: Any) -> tuple[tuple[str, dict[str, Any]]
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise located.error(("wrappers",), f"must be a list such as [{{DelayedFeedback: {{delay: 100}}}}], got {value!r}")
+        raise located.error(("wrappers",), f"must be a list such as [{{DelayedFeedback: {{delay: 100}}}}], "
+                            f"got {value!r}")
     found = []
     for i, item in enumerate(value):
         if isinstance(item, str):
