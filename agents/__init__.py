@@ -17,12 +17,12 @@ from agents.lmcts import LMCTS
 from agents.mlp import MLP
 from agents.neural import NeuralEpsGreedy, NeuralLinUCB, NeuralTS, NeuralUCB
 from agents.nonstationary import DiscountedLinUCB, SlidingWindowLinUCB
-from agents.samplers import FGLMCTS, HMCTS, MALATS, ULMCTS, EnsembleSampling
+from agents.samplers import FGLMCTS, HMCTS, MALATS, ULMCTS, VITS, EnsembleSampling
 from agents.uniform import UniformRandom
 
 __all__ = [
     "BanditAgent", "DivergenceError", "History", "HyperparameterGrid", "LangevinOptimizer", "LMCTS",
     "UniformRandom", "LinUCB", "LinTS", "EpsGreedy", "UCBGLM", "GLMTSL", "SGDTS",
     "MLP", "NeuralUCB", "NeuralTS", "NeuralLinUCB", "NeuralEpsGreedy",
-    "FGLMCTS", "MALATS", "HMCTS", "ULMCTS", "EnsembleSampling", "DiscountedLinUCB", "SlidingWindowLinUCB",
+    "FGLMCTS", "MALATS", "HMCTS", "ULMCTS", "EnsembleSampling", "VITS", "DiscountedLinUCB", "SlidingWindowLinUCB",
 ]

@@ -36,7 +36,7 @@ from agents.validation import check_float, check_int
 from bandit_gym import rng
 from bandit_gym.rng import Stream
 
-__all__ = ["FGLMCTS", "MALATS", "HMCTS", "ULMCTS", "EnsembleSampling"]
+__all__ = ["FGLMCTS", "MALATS", "HMCTS", "ULMCTS", "EnsembleSampling", "VITS"]
 
 
 class _KnownGradient:
@@ -552,3 +552,78 @@ class EnsembleSampling(BanditAgent):
     def _load_state(self, state: dict[str, torch.Tensor]) -> None:
         self.model.load_state_dict({k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")})
         self.theta = state["theta"]
+
+
+class VITS(_ChainAgent):
+    """Variational Thompson sampling with a diagonal Gaussian (after Clavier, Huix and Durmus 2024), batched.
+
+    Each replica keeps ``q = N(mu, diag(s^2))`` from round to round and moves it by ``K`` steps of the
+    Bures-Wasserstein gradient flow of ``KL(q || exp(-beta L_t))`` (the paper's update, restricted to diagonal
+    covariances)::
+
+        mu  <- mu - eta E_q[grad L]
+        s^2 <- (1 - eta h)^2 s^2 + 2 eta / beta,      h an estimate of diag E_q[Hess L]
+
+    with both expectations from one antithetic pair ``theta_+- = mu +- s z`` (``z`` LMC-TS's noise of the step):
+    ``E_q[grad L] ~ (g(theta_+) + g(theta_-)) / 2`` and, by Stein's identity ``E_q[Hess L] s = E_q[z grad L]``,
+    ``h = z (g(theta_+) - g(theta_-)) / (2 s)``: two gradients per step and no Hessian, so every model of the seam
+    works (the paper uses the Hessian or a full-covariance approximation of it). The round's sample is
+    ``theta = mu + s z'``. For a Gaussian target the mean update is exact gradient descent and ``E[s^2]``
+    converges to ``(2 / beta) (2 diag(H) - eta (2 diag(H)^2 + H o H))^-1 1`` (``H`` the Hessian, ``o`` the
+    entrywise product): the mean-field variance ``1 / (beta H_ii)`` up to ``O(eta)``; like every mean-field
+    approximation it underestimates the posterior's spread along correlated directions.
+
+    Args:
+        initial_variance: ``s^2`` of round 1, a number or one per replica (default ``1 / (2 beta lambda)``: the
+            prior's variance).
+        preconditioner: ``"none"`` only.
+        step_schedule: ``"inverse_t"`` (default for every model, as :class:`ULMCTS`: without LMC-TS's neural
+            preconditioner a constant step lets the curvature, which grows with the rows, outgrow it) or
+            ``"constant"``.
+        Others: as :class:`agents.lmcts.LMCTS` (``step_size``, ``inverse_temperature``, ``lambda_reg``,
+            ``n_inner_steps`` counts steps of two gradients each, ``batch_size`` (mini-batch gradients are
+            allowed), ``step_schedule``, ``model``).
+
+    Attributes:
+        mean, variance: ``mu`` and ``s^2``, ``(R, p)`` each.
+
+    References:
+        Clavier, Huix and Durmus (2024), "VITS: Variational Inference Thompson Sampling for contextual bandits",
+        ICML. Lambert, Chewi, Bach, Bonnabel and Rigollet (2022), "Variational inference via Wasserstein gradient
+        flows", NeurIPS.
+    """
+
+    def __init__(self, env: Any = None, *, initial_variance: Any = None, preconditioner: str | None = "none",
+                 step_schedule: str | None = "inverse_t", **kwargs: Any) -> None:
+        if preconditioner != "none":
+            raise ValueError(f"preconditioner must be 'none' for VITS, got {preconditioner!r}")
+        super().__init__(env, preconditioner=preconditioner, step_schedule=step_schedule, **kwargs)
+        if initial_variance is None:
+            variance = 1.0 / (2.0 * self.inverse_temperature * self.lambda_reg)  # (R,)
+            self._hyperparameters["initial_variance"] = None
+        else:
+            variance = self._hyperparameter("initial_variance", initial_variance, minimum=0, strict=True)
+        self.mean = self.theta.clone()  # (R, p)
+        self.variance = variance[:, None].expand_as(self.theta).clone()  # (R, p)
+        self._ready()
+
+    def _chain(self, t: int, theta: torch.Tensor) -> torch.Tensor:
+        eta, beta = self.current_step_size(t)[:, None], self.inverse_temperature[:, None]  # (R, 1)
+        noise, batches = self._noise(t, (2, self.model.n_params)), self._minibatches(t)
+        mu, var = self.mean, self.variance
+        for k in range(self.n_inner_steps):
+            z, s = noise(k)[:, 0], torch.sqrt(var)  # (R, p)
+            batch = None if batches is None else batches[:, k]
+            g_plus, g_minus = self.model.gradient(mu + s * z, batch), self.model.gradient(mu - s * z, batch)
+            h = z * (g_plus - g_minus) / (2 * s)  # Stein: diag E_q[Hess L]
+            mu = mu - eta * (g_plus + g_minus) / 2
+            var = (1 - eta * h) ** 2 * var + 2 * eta / beta
+        self.mean, self.variance = mu, var
+        return mu + torch.sqrt(var) * noise(self.n_inner_steps - 1)[:, 1]
+
+    def _state(self) -> dict[str, torch.Tensor]:
+        return {**super()._state(), "mean": self.mean, "variance": self.variance}
+
+    def _load_state(self, state: dict[str, torch.Tensor]) -> None:
+        super()._load_state(state)
+        self.mean, self.variance = state["mean"].to(self.device), state["variance"].to(self.device)

@@ -1,7 +1,7 @@
 """The posterior samplers of agents/samplers.py against LMC-TS: every configs/samplers_*.yaml, in parallel.
 
 Each config (issue 22) is one problem of the LMC-TS paper (Figure 1 a-d, the UCI sets of Figure 2) with LMC-TS,
-FG-LMC-TS, MALA, HMC, underdamped LMC and ensemble sampling at ONE budget of gradient evaluations per round
+FG-LMC-TS, MALA, HMC, underdamped LMC, ensemble sampling and VITS at ONE budget of gradient evaluations per round
 (the config's header says how each agent spends it) and a grid of the same size per agent. A job is one
 (problem, agent): all its grid points x seeds as one batch, in its own worker process (``--jobs N`` at a time)
 on ONE torch thread, after a 3-round warm-up that compiles the kernels. Each finished job is written at once
@@ -11,8 +11,9 @@ horizon and seeds reuses them (``--fresh`` to replay).
 
 Prints per job the best grid point's final cumulative regret (mean +- standard error over the seeds), the
 seconds per 1,000 rounds of the whole batch (grid points x seeds replicas), the mean acceptance rate of MALA
-and HMC at that point (min-max over its seeds) and the chosen hyperparameters. A job that fails (a missing
-dataset, a diverged chain) is a row with its error, not a stop.
+and HMC at that point (min-max over its seeds) and the chosen hyperparameters. A grid point whose chain diverges
+is replayed alone and left out (the row says how many); a job that fails (a missing dataset) is a row with its
+error, not a stop.
 
     python benchmarks/samplers.py --jobs 16                    # everything at the configs' sizes (16 cores)
     nice python benchmarks/samplers.py --quick --jobs 2        # 300 rounds, 3 seeds: a shared 2-core machine
@@ -38,7 +39,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {path.stem.removeprefix("samplers_"): path for path in sorted((ROOT / "configs").glob("samplers_*.yaml"))}
-AGENT_ORDER = ["LMCTS", "FGLMCTS", "MALATS", "HMCTS", "ULMCTS", "EnsembleSampling"]
+AGENT_ORDER = ["LMCTS", "FGLMCTS", "MALATS", "HMCTS", "ULMCTS", "EnsembleSampling", "VITS"]
 QUICK = {"horizon": 300, "seeds": 3}
 HEADER = ["| problem | env | T | seeds | agent | grads / round | regret mean +- s.e. | s / 1k rounds (replicas) | "
           "acceptance mean (min-max) | best point |", "|---|---|---:|---:|---|---|---:|---:|---:|---|"]
@@ -52,6 +53,8 @@ def gradient_budget(agent: str, fixed: dict[str, Any]) -> str:
         return f"{fixed['n_members']} x {fixed['n_inner_steps']}"
     if agent == "HMCTS":
         return f"{fixed['n_inner_steps']} x {fixed.get('n_leapfrog', 5)}"
+    if agent == "VITS":
+        return f"{fixed['n_inner_steps']} x 2"
     return str(fixed["n_inner_steps"])
 
 
@@ -63,13 +66,29 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _play(spec, config, points: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray | None]:
+    """Final cumulative regret ``(P, S)`` of ``points`` x seeds as one batch, and MALA's / HMC's acceptance rates
+    ``(P, S)`` (None for the other agents)."""
+    from experiments.runner import build_agent, make_env, play_rounds
+
+    env = make_env(config, len(points) * config.seeds, "cpu")
+    try:
+        agent = build_agent(spec, config, env, "cpu", points)
+        played = play_rounds(agent, env, config.horizon)
+    finally:
+        env.close()
+    final = np.asarray(played.regret).sum(axis=0).reshape(len(points), config.seeds)
+    rate = getattr(agent, "acceptance_rate", None)
+    return final, None if rate is None else rate.cpu().numpy().reshape(len(points), config.seeds)
+
+
 def run_job(problem: str, label: str, horizon: int | None, seeds: int | None, env_kwargs: dict) -> dict[str, Any]:
     """Play one (problem, agent): every grid point x seed as one batch; the record of :func:`main`'s table."""
     import torch
 
     torch.set_num_threads(1)  # this worker process is the benchmark's own: one thread, as the issue asks
+    from agents.base import DivergenceError
     from experiments.config import load_config
-    from experiments.runner import build_agent, make_env, play_rounds
 
     record: dict[str, Any] = {"problem": problem, "label": label}
     try:
@@ -79,23 +98,30 @@ def run_job(problem: str, label: str, horizon: int | None, seeds: int | None, en
         points = spec.points()
         record.update(env=config.env, horizon=config.horizon, seeds=config.seeds, agent=spec.agent,
                       budget=gradient_budget(spec.agent, spec.fixed), replicas=len(points) * config.seeds)
-        for horizon_s, seeds_s in ((3, 1), (config.horizon, config.seeds)):  # warm-up (kernels), then the run
-            run = dataclasses.replace(config, horizon=horizon_s, seeds=seeds_s)
-            env = make_env(run, len(points) * seeds_s, "cpu")
-            try:
-                agent = build_agent(spec, run, env, "cpu", points)
-                start = time.perf_counter()
-                played = play_rounds(agent, env, horizon_s)
-                seconds = time.perf_counter() - start
-            finally:
-                env.close()
+        try:  # warm-up: compiles the kernels
+            _play(spec, dataclasses.replace(config, horizon=3, seeds=1), points[:1])
+        except DivergenceError:
+            pass
+        start = time.perf_counter()
+        try:  # every point x seed as one batch
+            final, rate = _play(spec, config, points)
+        except DivergenceError:  # replay point by point: a diverged point is left out, not the others
+            parts = []
+            for point in points:
+                try:
+                    parts.append(_play(spec, config, [point]))
+                except DivergenceError:
+                    parts.append((np.full((1, config.seeds), np.nan), None))
+            final = np.concatenate([part[0] for part in parts])
+            rates = [part[1] for part in parts]
+            rate = None if all(r is None for r in rates) else np.concatenate(
+                [np.full((1, config.seeds), np.nan) if r is None else r for r in rates])
+            record["diverged_points"] = int(np.isnan(final).any(axis=1).sum())  # the time includes the replay
+        seconds = time.perf_counter() - start
     except Exception as error:  # noqa: BLE001  (a job that cannot run is a row, not a stop)
         record["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:160]}" if str(error) else repr(error)
         record["traceback"] = traceback.format_exc()
         return record
-    final = np.asarray(played.regret).sum(axis=0).reshape(len(points), config.seeds)  # (P, S)
-    rate = getattr(agent, "acceptance_rate", None)
-    rate = None if rate is None else rate.cpu().numpy().reshape(len(points), config.seeds)
     record["points"] = []
     for p, point in enumerate(points):
         regret = final[p]
@@ -124,6 +150,8 @@ def row(record: dict[str, Any]) -> str:
     rate = best["acceptance"]
     accept = "" if rate is None else f"{rate[0]:.3f} ({rate[1]:.3f}-{rate[2]:.3f})"
     point = ", ".join(f"{name}={value}" for name, value in best["hyperparameters"].items())
+    if record.get("diverged_points"):
+        point += f" ({record['diverged_points']} of {len(record['points'])} points diverged)"
     return (f"{head} {best['mean']:.1f} +- {se} | {record['per_1k']:.2f} ({record['replicas']}) | {accept} | "
             f"{point} |")
 

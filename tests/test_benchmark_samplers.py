@@ -24,7 +24,7 @@ def test_samplers_benchmark_prints_and_keeps_every_job(capsys, tmp_path):
     argv = ["--problems", "linear_fixed", "quadratic", "--horizon", "5", "--seeds", "2", "--out", str(tmp_path)]
     assert samplers.main(argv) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "---" not in line]
-    assert len(rows) == 1 + 2 * 6, rows
+    assert len(rows) == 1 + 2 * 7, rows
     table = (tmp_path / "samplers.md").read_text().splitlines()
     assert sorted(table[2:]) == sorted(rows[1:])
     for line in rows[1:]:

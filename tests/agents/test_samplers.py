@@ -15,7 +15,7 @@ import pytest
 import torch
 from replicas import feed, linear_rounds, logistic_rounds, make_vec
 
-from agents import FGLMCTS, HMCTS, LMCTS, MALATS, ULMCTS, EnsembleSampling
+from agents import FGLMCTS, HMCTS, LMCTS, MALATS, ULMCTS, VITS, EnsembleSampling
 from agents.samplers import _FeelGoodModel
 
 # The linear-Gaussian posterior of tests/agents/test_lmcts.py: fixed data shared by all replicas, d = 3,
@@ -92,6 +92,28 @@ def test_ensemble_members_are_exact_posterior_samples_for_the_linear_model():
     agent = posterior_fit(EnsembleSampling, num_replicas=400, n_members=10)
     z_mean, z_cov = misfit(agent.theta)
     assert z_mean < 5 and z_cov < 5, (z_mean, z_cov)
+
+
+def test_vits_moves_to_the_gaussian_fixed_point_of_its_update():
+    """VITS on the linear-Gaussian posterior (Hessian H = 2 V): the mean update is exact gradient descent, so mu
+    reaches V^-1 b; z is fresh at every step and h_i = sum_j H_ij z_i z_j s_j / s_i, so E[s^2] follows the linear
+    recursion E[s'^2] = (I - 2 eta diag(H) + eta^2 (2 diag(H)^2 + H o H)) E[s^2] + 2 eta / beta, whose fixed point
+    is (2 / beta) (2 diag(H) - eta (2 diag(H)^2 + H o H))^-1 1 (contraction about 0.7 per step at eta = 0.05: 200
+    steps forget the prior). Over 4000 replicas each coordinate's mean variance lies within 5 standard errors
+    of it (s.e. from the replicas' spread)."""
+    eta = 0.05
+    agent = posterior_fit(VITS, n_inner_steps=200, **{**EXACT, "step_size": eta})
+    v = torch.eye(3, dtype=torch.float64) + FEATURES.double().T @ FEATURES.double()
+    torch.testing.assert_close(agent.mean.double(), torch.linalg.solve(v, FEATURES.double().T @ REWARDS.double())
+                               .expand(N_CHAINS, 3), rtol=1e-4, atol=1e-4)
+    h = 2 * v
+    a = 2 * torch.diag(h.diagonal()) - eta * (2 * torch.diag(h.diagonal() ** 2) + h * h)
+    fixed_point = (2 / BETA) * torch.linalg.solve(a, torch.ones(3, dtype=torch.float64))
+    var = agent.variance.double()
+    z = ((var.mean(0) - fixed_point).abs() / (var.std(0) / N_CHAINS**0.5)).max().item()
+    assert z < 5, (var.mean(0), fixed_point)
+    # the draw is mu + s z': its spread is the variational one, not the posterior's
+    torch.testing.assert_close(agent.theta.double().var(0), var.mean(0), rtol=0.1, atol=0.0)
 
 
 # -- FG-LMC-TS ----------------------------------------------------------------------------------------
@@ -173,6 +195,8 @@ CASES = [
     ("EnsembleSampling", EnsembleSampling, {"n_members": 4}, ("inverse_temperature", [1.0, 100.0])),
     ("EnsembleSampling-glm", EnsembleSampling, {"model": "glm", "n_members": 3, "n_inner_steps": 5},
      ("lambda_reg", [0.5, 3.0])),
+    ("VITS", VITS, {"n_inner_steps": 10}, ("initial_variance", [0.1, 1.0])),
+    ("VITS-glm", VITS, {"model": "glm", "n_inner_steps": 5, "batch_size": 8}, ("step_size", [0.3, 0.9])),
 ]
 IDS = [case[0] for case in CASES]
 ROUNDS = 30
@@ -265,7 +289,7 @@ class TinyNet(torch.nn.Module):
         return self.layer(x).squeeze(-1)
 
 
-@pytest.mark.parametrize("cls", [FGLMCTS, MALATS, HMCTS, ULMCTS, EnsembleSampling], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [FGLMCTS, MALATS, HMCTS, ULMCTS, EnsembleSampling, VITS], ids=lambda c: c.__name__)
 @pytest.mark.parametrize("model", ["mlp", "module"])
 def test_neural_models_run_and_save(cls, model, tmp_path):
     """The samplers take the neural models of the seam (an MLP and a user's nn.Module): finite parameters,
@@ -291,6 +315,8 @@ def test_neural_models_run_and_save(cls, model, tmp_path):
     ({"cls": FGLMCTS, "lambda_fg": -0.5}, "lambda_fg"),
     ({"cls": FGLMCTS, "feel_good_batch_size": 0}, "feel_good_batch_size"),
     ({"cls": EnsembleSampling, "n_members": 0}, "n_members"),
+    ({"cls": VITS, "initial_variance": 0.0}, "initial_variance"),
+    ({"cls": VITS, "model": "mlp", "preconditioner": "diagonal"}, "preconditioner must be 'none' for VITS"),
     ({"cls": EnsembleSampling, "step_schedule": "cosine"}, "step_schedule"),
 ])
 def test_bad_hyperparameters_raise_named_errors(kwargs, match):
@@ -301,7 +327,7 @@ def test_bad_hyperparameters_raise_named_errors(kwargs, match):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("cls", [FGLMCTS, MALATS, HMCTS, ULMCTS, EnsembleSampling], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [FGLMCTS, MALATS, HMCTS, ULMCTS, EnsembleSampling, VITS], ids=lambda c: c.__name__)
 def test_cuda_agrees_with_cpu(cls):
     """The same draws on both devices (counter-based, float64 Box-Muller rounded once): the chains agree to
     float32 rounding over 20 recorded rounds."""
@@ -317,7 +343,7 @@ def test_cuda_agrees_with_cpu(cls):
 def test_single_env_learn_and_predict():
     """The Stable-Baselines3 verbs on a single env (R = 1)."""
     env = gym.make("LinearBandit-v0", **SIZES)
-    for cls in (FGLMCTS, MALATS, HMCTS, ULMCTS, EnsembleSampling):
+    for cls in (FGLMCTS, MALATS, HMCTS, ULMCTS, EnsembleSampling, VITS):
         agent = cls(env, seed=0, device="cpu").learn(total_timesteps=5)
         obs, _ = env.reset(seed=1)
         action, _ = agent.predict(obs)

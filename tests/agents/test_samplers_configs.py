@@ -15,7 +15,7 @@ from experiments.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "configs").glob("samplers_*.yaml"))
-AGENTS = {"LMCTS", "FGLMCTS", "MALATS", "HMCTS", "ULMCTS", "EnsembleSampling"}
+AGENTS = {"LMCTS", "FGLMCTS", "MALATS", "HMCTS", "ULMCTS", "EnsembleSampling", "VITS"}
 # Figure 1 (a)-(d) and the three UCI sets of Figure 2, as the issue lists them.
 ENVS = {"LinearBanditFixed-v0", "LinearBandit-v0", "LogisticBandit-v0", "QuadraticBandit-v0", "Shuttle-v0",
         "MagicTelescope-v0", "Mushroom-v0"}
@@ -27,6 +27,8 @@ def gradients_per_round(agent: str, fixed: dict) -> int | None:
         return None if fixed.get("model", "linear") == "linear" else fixed["n_members"] * fixed["n_inner_steps"]
     if agent == "HMCTS":
         return fixed["n_inner_steps"] * fixed["n_leapfrog"]
+    if agent == "VITS":  # an antithetic pair of gradients per step
+        return 2 * fixed["n_inner_steps"]
     return fixed["n_inner_steps"]
 
 

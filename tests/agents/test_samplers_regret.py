@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from replicas import make_vec
 
-from agents import FGLMCTS, HMCTS, MALATS, ULMCTS, EnsembleSampling, UniformRandom
+from agents import FGLMCTS, HMCTS, MALATS, ULMCTS, VITS, EnsembleSampling, UniformRandom
 
 SIZES = {"n_arms": 20, "dim": 5, "horizon": 200}
 SEEDS = 10
@@ -32,7 +32,7 @@ def uniform_regret() -> float:
 
 @pytest.mark.parametrize(("cls", "kwargs"), [
     (FGLMCTS, {"n_inner_steps": 30}), (MALATS, {"n_inner_steps": 30}), (HMCTS, {"n_inner_steps": 10, "n_leapfrog": 3}),
-    (ULMCTS, {"n_inner_steps": 30}), (EnsembleSampling, {}),
+    (ULMCTS, {"n_inner_steps": 30}), (EnsembleSampling, {}), (VITS, {"n_inner_steps": 15}),
 ], ids=lambda v: v.__name__ if isinstance(v, type) else "")
 def test_sampler_regret_is_well_below_uniform_random(cls, kwargs, uniform_regret):
     assert uniform_regret > 100  # the reference learns nothing: linear regret
