@@ -134,6 +134,8 @@ def test_an_env_module_that_does_not_register_the_id_is_refused(user_modules, wr
                                          r"LinearBandit-v0's batched env: .*delay"),
     ("[{DelayedFeedback: {dealy: 3}}]", r"c.yaml:4: wrappers.0: DelayedFeedback\(dealy=3\) cannot wrap .*dealy"),
     ("{DelayedFeedback: {delay: 3}}", r"c.yaml:4: wrappers: must be a list such as"),
+    ("[OneStepEpisodes]", r"c.yaml:4: wrappers.0: OneStepEpisodes\(\) cannot wrap LinearBandit-v0's batched env: "
+                          r"Expected env to be a `gymnasium.Env`"),  # a wrapper of single envs only
 ])
 def test_a_bad_wrapper_is_one_line_on_its_line(write_config, wrappers, message):
     body = f"env: LinearBandit-v0\nhorizon: 5\nseeds: 1\nwrappers: {wrappers}\nagents: {{LinUCB: {{}}}}\n"
@@ -142,7 +144,12 @@ def test_a_bad_wrapper_is_one_line_on_its_line(write_config, wrappers, message):
     assert "\n" not in str(error.value)
 
 
-def test_a_cell_under_delayed_feedback_has_the_numbers_of_learn_on_the_wrapped_env(write_config, tmp_path):
+@pytest.mark.parametrize("name, kwargs, yaml", [
+    ("DelayedFeedback", {"delay": 7}, "{delay: 7}"),
+    ("BatchedFeedback", {"batch_size": 5}, "{batch_size: 5}"),
+    ("Drift", {"kind": "abrupt", "every": 20}, "{kind: abrupt, every: 20}"),
+])
+def test_a_cell_in_a_wrapper_has_the_numbers_of_learn_on_the_wrapped_env(write_config, tmp_path, name, kwargs, yaml):
     """The runner plays predict/env.step itself: under a feedback wrapper it must learn from each round when
     its reward arrives, as ``learn`` does; the same seeds give the same regret, bit for bit."""
     horizon, seeds = 60, 3
@@ -151,24 +158,24 @@ def test_a_cell_under_delayed_feedback_has_the_numbers_of_learn_on_the_wrapped_e
         env_kwargs: {{n_arms: 5, dim: 3}}
         horizon: {horizon}
         seeds: {seeds}
-        wrappers: [{{DelayedFeedback: {{delay: 7}}}}]
+        wrappers: [{{{name}: {yaml}}}]
         agents:
           LinUCB: {{}}
         """)
     results = runner.run_experiment(config, tmp_path / "out", log=lambda line: None)
     played = np.load(results.path / "cells" / "LinUCB.npz")["regret"]
-    env = bandit_gym.DelayedFeedback(gym.make_vec("LinearBandit-v0", num_envs=seeds, vectorization_mode=
-                                                  "vector_entry_point", n_arms=5, dim=3, horizon=horizon,
-                                                  max_episode_steps=horizon), delay=7)
-    agent = LinUCB(env, seed=list(range(seeds)), device="cpu").learn()
+
+    def vector_env():
+        return gym.make_vec("LinearBandit-v0", num_envs=seeds, vectorization_mode="vector_entry_point", n_arms=5,
+                            dim=3, horizon=horizon, max_episode_steps=horizon)
+
+    agent = LinUCB(getattr(bandit_gym, name)(vector_env(), **kwargs), seed=list(range(seeds)), device="cpu").learn()
     np.testing.assert_array_equal(played, agent.history["regret"])
-    undelayed = LinUCB(gym.make_vec("LinearBandit-v0", num_envs=seeds, vectorization_mode="vector_entry_point",
-                                    n_arms=5, dim=3, horizon=horizon), seed=list(range(seeds)), device="cpu").learn()
-    assert not np.array_equal(played, undelayed.history["regret"])  # the delay changed what was learnt
+    plain = LinUCB(vector_env(), seed=list(range(seeds)), device="cpu").learn()
+    assert not np.array_equal(played, plain.history["regret"])  # the wrapper changed what was played
     record = json.loads((results.path / "cells" / "LinUCB.json").read_text())
-    assert record["cell_config"]["wrappers"] == [{"DelayedFeedback": {"delay": 7}}]
-    assert json.loads((results.path / "experiment.json").read_text())["config"]["wrappers"] == [
-        {"DelayedFeedback": {"delay": 7}}]
+    assert record["cell_config"]["wrappers"] == [{name: kwargs}]
+    assert json.loads((results.path / "experiment.json").read_text())["config"]["wrappers"] == [{name: kwargs}]
 
 
 def test_a_config_without_wrappers_defines_the_results_as_before(write_config):
