@@ -79,3 +79,19 @@ def test_tensorboard_log_writes_csv_and_event_files(tmp_path):
     agent.learn(5, tensorboard_log=tmp_path / "tb")
     assert len(_rows(tmp_path / "tb")) == 5
     assert list((tmp_path / "tb").glob("events.out.tfevents.*"))
+
+
+def test_an_sb3_callback_logs_into_the_same_row_of_its_round(tmp_path):
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class RecordRound(BaseCallback):
+        def _on_step(self) -> bool:
+            self.logger.record("custom/round", self.model.t - 1)  # the round just played
+            return True
+
+    agent = LinUCB("LinearBandit-v0", num_replicas=2, seed=0, device="cpu")
+    agent.set_logger(configure(str(tmp_path), ["csv"]))
+    agent.learn(12, callback=RecordRound())
+    rows = _rows(tmp_path)
+    assert len(rows) == 12
+    assert [int(row["custom/round"]) for row in rows] == [int(row["time/rounds"]) for row in rows] == list(range(1, 13))
