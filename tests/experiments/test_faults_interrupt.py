@@ -35,7 +35,7 @@ AGENTS = {
     "NeuralEpsGreedy": "{fixed: {model_kwargs: {hidden: [8]}}}",
     "FGLMCTS": "{fixed: {n_inner_steps: 5}}", "MALATS": "{fixed: {n_inner_steps: 5}}",
     "HMCTS": "{fixed: {n_inner_steps: 3, n_leapfrog: 2}}", "ULMCTS": "{fixed: {n_inner_steps: 5}}",
-    "EnsembleSampling": "{fixed: {n_members: 3}}",
+    "EnsembleSampling": "{fixed: {n_members: 3}}", "VITS": "{fixed: {n_inner_steps: 3}}",
     "DiscountedLinUCB": "{}", "SlidingWindowLinUCB": "{fixed: {window: 5}}",
 }
 CONFIG = "name: interrupt\nenv: LinearBandit-v0\nhorizon: 24\nseeds: 2\nenv_kwargs: {n_arms: 4, dim: 3}\nagents:\n" + \
