@@ -186,8 +186,8 @@ def test_cuda_vector_env_matches_cpu_and_holds_the_data_once(make, env_id):
     other = make(env_id, num_envs=2, horizon=10, device="cuda")
     assert other.unwrapped.sim.features is gpu.unwrapped.sim.features  # copied to the GPU once
     for _ in range(10):
-        torch.testing.assert_close(b.cpu(), a)
+        torch.testing.assert_close(b.cpu(), torch.as_tensor(a))  # the CPU env hands out numpy arrays
         actions = torch.arange(4) % cpu.single_action_space.n
         a, ra, *_ = cpu.step(actions)
         b, rb, *_ = gpu.step(actions.cuda())
-        torch.testing.assert_close(rb.cpu(), ra)
+        torch.testing.assert_close(rb.cpu(), torch.as_tensor(ra))
