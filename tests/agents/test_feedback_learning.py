@@ -65,6 +65,7 @@ def test_lmcts_learns_under_delayed_feedback():
     assert agent.history["regret"].shape == (60, 2) and np.isfinite(agent.history["regret"]).all()
 
 
+@pytest.mark.learning
 def test_linucb_regret_grows_with_the_delay():
     """32 seeds x 400 rounds (K = 10, d = 5): cumulative regret per seed at delays 0, 25, 100, paired by seed;
     each step up in delay raises the mean by more than 3 standard errors of the per-seed difference

@@ -71,6 +71,7 @@ def test_forgetting_linucb_bad_arguments_are_named(cls, kwargs, message):
         cls(n_arms=K, dim=D, **kwargs)
 
 
+@pytest.mark.learning
 def test_sliding_window_and_discounted_linucb_beat_linucb_under_abrupt_drift():
     """16 seeds x 600 rounds (K = 10, d = 5), theta* new every 200 rounds: LinUCB keeps trusting the old
     world. The cumulative regret, paired by seed, falls by more than 3 standard errors of the difference

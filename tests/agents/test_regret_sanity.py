@@ -15,6 +15,8 @@ import pytest
 import bandit_gym  # noqa: F401  (registers the envs)
 from agents import GLMTSL, LMCTS, SGDTS, UCBGLM, LinTS, LinUCB, UniformRandom
 
+pytestmark = pytest.mark.learning  # CI reruns these with BANDIT_GYM_KERNELS=0 (README, Tests)
+
 
 @pytest.fixture(autouse=True)
 def kernels():

@@ -15,6 +15,8 @@ from replicas import make_vec
 
 from agents import FGLMCTS, HMCTS, MALATS, ULMCTS, VITS, EnsembleSampling, UniformRandom
 
+pytestmark = pytest.mark.learning  # CI reruns these with BANDIT_GYM_KERNELS=0 (README, Tests)
+
 SIZES = {"n_arms": 20, "dim": 5, "horizon": 200}
 SEEDS = 10
 
