@@ -129,7 +129,8 @@ def run_job(problem: str, label: str, horizon: int | None, seeds: int | None, en
         record["points"].append({
             "hyperparameters": point, "mean": float(regret.mean()) if finite else None,
             "se": float(regret.std(ddof=1) / np.sqrt(len(regret))) if finite and len(regret) > 1 else None,
-            "acceptance": None if rate is None else [float(rate[p].mean()), float(rate[p].min()), float(rate[p].max())]})
+            "acceptance": None if rate is None else [float(rate[p].mean()), float(rate[p].min()),
+                                                     float(rate[p].max())]})
     means = [(point["mean"], p) for p, point in enumerate(record["points"]) if point["mean"] is not None]
     record["best"] = min(means)[1] if means else None
     record["seconds"] = seconds
@@ -139,7 +140,8 @@ def run_job(problem: str, label: str, horizon: int | None, seeds: int | None, en
 
 def row(record: dict[str, Any]) -> str:
     """The Markdown row of a job's record."""
-    head = (f"| {record['problem']} | {record.get('env', '')} | {record.get('horizon', '')} | {record.get('seeds', '')} "
+    head = (f"| {record['problem']} | {record.get('env', '')} | {record.get('horizon', '')} "
+            f"| {record.get('seeds', '')} "
             f"| {record['label']} | {record.get('budget', '')} |")
     if "error" in record:
         return f"{head} {record['error']} | | | |"
