@@ -29,7 +29,7 @@ import torch
 
 from agents.base import BanditAgent, chosen_rows
 from agents.history import History
-from agents.lmcts import LINEAR_DEFAULTS, NEURAL_DEFAULTS, LMCTS, langevin_steps
+from agents.lmcts import LINEAR_DEFAULTS, LMCTS, NEURAL_DEFAULTS, langevin_steps
 from agents.mlp import build_model, is_neural
 from agents.models import LinearModel, LogisticModel, RewardModel
 from agents.validation import check_float, check_int

@@ -127,7 +127,7 @@ def detours() -> None:
         dodges += [(f"amax for max(dim=1) ({R}, {K})", lambda values=values: values.max(dim=1, keepdim=True).values,
                     lambda values=values: values.amax(dim=1, keepdim=True)),
                    (f"gather for indexing ({R}, {K}, {d})", lambda x=x, a=actions, rows=rows: x[rows, a],
-                    lambda x=x, a=actions: x.gather(1, a[:, None, None].expand(-1, 1, d))[:, 0]),
+                    lambda x=x, a=actions, d=d: x.gather(1, a[:, None, None].expand(-1, 1, d))[:, 0]),
                    (f"multiply-and-sum for bmm ({R}, {d}, {d})",
                     lambda v=v, row=row: torch.bmm(v, row[:, :, None])[:, :, 0],
                     lambda v=v, row=row: models.matvec(v, row))]

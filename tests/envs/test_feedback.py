@@ -188,7 +188,7 @@ def test_drift_abrupt_rewards_and_regret_follow_the_current_world():
             assert reward == expected[action]
             assert regret == pytest.approx(expected.max() - expected[action], abs=1e-6)
             assert optimal == int(np.argmax(expected))
-    for a, b in zip(thetas, thetas[1:]):
+    for a, b in zip(thetas, thetas[1:], strict=False):
         assert np.abs(a - b).max() > 0.1  # the world changed at each change point
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
-from bandit_ids import SYNTHETIC_IDS, USER_DATA_IDS
+from bandit_ids import SYNTHETIC_IDS
 from gymnasium.utils.env_checker import check_env
 
 import bandit_gym

@@ -6,12 +6,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-
 from bandit_ids import SYNTHETIC_IDS  # tests/integration is on pytest's pythonpath
 
 from bandit_gym import _kernels, rng
 from bandit_gym.rng import Stream
-
 
 
 @pytest.mark.parametrize("shape", [(20,), (8, 50, 20), (3, 7, 5), (1,), (1, 4), (2, 16_401)])

@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 import bandit_gym  # noqa: F401
-from bandit_gym.logged import (BanditLog, LoggedBanditEnv, direct_method, doubly_robust, ips, record, replay_value,
-                               snips)
+from bandit_gym.logged import BanditLog, LoggedBanditEnv, direct_method, doubly_robust, ips, record, replay_value, snips
 
 K, D = 4, 3
 

@@ -8,7 +8,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-
 from bandit_ids import SYNTHETIC_IDS  # tests/integration is on pytest's pythonpath
 
 import bandit_gym

@@ -15,8 +15,7 @@ import pytest
 
 from experiments import summary
 from experiments.config import load_config
-from experiments.results import (ResultsDamagedError, ResultsDir, ResultsLockedError, ResultsWriteError,
-                                 write_atomic)
+from experiments.results import ResultsDamagedError, ResultsDir, ResultsLockedError, ResultsWriteError, write_atomic
 from experiments.runner import run_experiment
 
 REPO = Path(__file__).resolve().parents[2]
