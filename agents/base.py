@@ -25,7 +25,6 @@ intra-op thread unless ``threads=`` or ``BANDIT_GYM_THREADS`` says otherwise; th
 from __future__ import annotations
 
 import os
-import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +39,7 @@ from agents.callbacks import as_round_hooks, make_env
 from agents.feedback import REVEALED, PendingRounds
 from agents.validation import check_int, per_replica, replica_seeds
 from bandit_gym import rng
+from bandit_gym.atomic import atomic_write
 from bandit_gym.rng import Stream
 from bandit_gym.threads import policy
 from bandit_gym.validation import resolve_device
@@ -319,17 +319,8 @@ class BanditAgent(ABC):
                    "sizes": {"n_arms": self.n_arms, "dim": self.dim, "num_replicas": self.num_replicas},
                    "seed": self.seed, "t": self.t,
                    "state": {name: value.detach().cpu() for name, value in self._state().items()}}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                torch.save(payload, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_write(path) as f:
+            torch.save(payload, f)
 
     @classmethod
     def load(cls, path: str | os.PathLike, env: gym.Env | gym.vector.VectorEnv | None = None,

@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from bandit_gym.atomic import atomic_write
 
 FIELDS = ("features", "actions", "rewards", "propensities", "expected_rewards")
 
@@ -78,16 +79,8 @@ class BanditLog:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays = {name: getattr(self, name) for name in FIELDS if getattr(self, name) is not None}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_write(path) as f:
+            np.savez(f, **arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> BanditLog:

@@ -12,12 +12,13 @@ import fcntl
 import json
 import os
 import socket
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from bandit_gym.atomic import atomic_write
 
 
 class ResultsDamagedError(ValueError):
@@ -42,23 +43,14 @@ def write_atomic(path: Path, data: bytes) -> None:
     Raises:
         ResultsWriteError: The file could not be written (names it and the reason); ``path`` is as it was.
     """
-    tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
+        with atomic_write(path) as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; results are meant to be read
-        os.replace(tmp, path)
-    except BaseException as exc:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError) and not isinstance(exc, ResultsWriteError):
-            raise ResultsWriteError(f"cannot write {path}: {write_error_reason(exc)}; the files written before it are "
-                                    "kept", exc.errno) from exc
-        raise
+    except OSError as exc:
+        if isinstance(exc, ResultsWriteError):
+            raise
+        raise ResultsWriteError(f"cannot write {path}: {write_error_reason(exc)}; the files written before it are "
+                                "kept", exc.errno) from exc
 
 
 def write_error_reason(exc: OSError) -> str:
