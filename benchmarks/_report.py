@@ -1,10 +1,24 @@
-"""A Markdown table that prints each row as it comes and keeps a file of it up to date."""
+"""What the benchmark scripts share: a Markdown table that prints each row as it comes and keeps a file of
+it up to date, and the CPU model that every timing names."""
 
 from __future__ import annotations
 
 import os
+import platform
 import tempfile
 from pathlib import Path
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), or the platform's processor string."""
+    try:
+        with open("/proc/cpuinfo") as file:
+            for line in file:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
 
 
 class GrowingTable:

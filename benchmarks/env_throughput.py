@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -36,6 +35,9 @@ import bandit_gym
 from bandit_gym import _kernels
 from bandit_gym.rng import Stream
 from bandit_gym.threads import policy
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _report import cpu_model  # noqa: E402
 
 ENV_ID = "LinearBandit-v0"
 
@@ -65,18 +67,6 @@ def single_env_steps_per_second(env_id: str, seconds: float, repeats: int, clock
                 env.reset()
 
     return 100 / best_seconds_per_call(step_100, seconds, repeats, clock)
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), or the platform's processor string."""
-    try:
-        with open("/proc/cpuinfo") as file:
-            for line in file:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def load() -> str:

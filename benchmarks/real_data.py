@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -41,7 +40,7 @@ from agents import (FGLMCTS, GLMTSL, HMCTS, LMCTS, MALATS, SGDTS, UCBGLM, ULMCTS
                     LinUCB, NeuralEpsGreedy, NeuralLinUCB, NeuralTS, NeuralUCB, UniformRandom)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import GrowingTable  # noqa: E402
+from _report import GrowingTable, cpu_model  # noqa: E402
 from numpy_linucb import run_env  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,16 +57,6 @@ AGENTS = {
     "EnsembleSampling": (EnsembleSampling, {}), "UniformRandom": (UniformRandom, {}),
 }
 REFERENCE = "numpy LinUCB (textbook: alpha = 1, ridge 1)"
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def cache_dir(given: str | None) -> Path:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -41,19 +40,12 @@ import bandit_gym  # noqa: F401  (registers the envs)
 from agents import LMCTS, LinTS, LinUCB
 from bandit_gym.threads import ENV_VAR
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import cpu_model  # noqa: E402
+
 AGENTS = {"LinUCB": LinUCB, "LinTS": LinTS, "LMCTS": LMCTS}
 MODES = {"torch": "torch", "policy": None}  # the variable's value; None: unset (the policy's default)
 DEFAULT_CACHE = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "openml_cache"
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def make_env(env_id: str, replicas: int, rounds: int, cache: Path | None):
