@@ -333,13 +333,17 @@ class _FeelGoodModel:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.model, name)
 
+    def _feel_good_rows(self, batch: torch.Tensor | None) -> tuple[torch.Tensor, float]:
+        """The arm sets the feel-good term sums over, ``(R, n, K, d)`` (the mini-batch's rows, or all), and the
+        factor ``n / B`` that makes a mini-batch's sum estimate the full one."""
+        x = self.contexts["contexts"]  # (R, n, K, d)
+        if batch is None:
+            return x, 1.0
+        return x[torch.arange(x.shape[0], device=x.device)[:, None], batch], x.shape[1] / batch.shape[1]
+
     def feel_good(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
         """``lambda_fg sum_s min(b, max_x f(x_s; params))`` per replica ``(R,)``."""
-        x = self.contexts["contexts"]  # (R, n, K, d)
-        scale = 1.0
-        if batch is not None:
-            scale = x.shape[1] / batch.shape[1]
-            x = x[torch.arange(x.shape[0], device=x.device)[:, None], batch]  # (R, B, K, d)
+        x, scale = self._feel_good_rows(batch)  # (R, n, K, d)
         R, n, K, d = x.shape
         f = self.model.scores(params, x.reshape(R, n * K, d)).reshape(R, n, K)
         return self.lambda_fg * scale * f.amax(dim=2).clamp(max=self.cap).sum(dim=1)
@@ -353,11 +357,7 @@ class _FeelGoodModel:
                 p = params.detach().requires_grad_()
                 (gradient,) = torch.autograd.grad(self.feel_good(p, batch).sum(), p)
             return gradient
-        x = self.contexts["contexts"]  # (R, n, K, d)
-        scale = 1.0
-        if batch is not None:
-            scale = x.shape[1] / batch.shape[1]
-            x = x[torch.arange(x.shape[0], device=x.device)[:, None], batch]  # (R, B, K, d)
+        x, scale = self._feel_good_rows(batch)  # (R, n, K, d)
         R, n, K, d = x.shape
         f = torch.bmm(x.reshape(R, n * K, d), params[:, :, None]).reshape(R, n, K)  # x . theta
         best, arm = f.max(dim=2)  # (R, n)
