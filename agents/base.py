@@ -36,7 +36,7 @@ import torch
 
 from agents import _kernels
 from agents.callbacks import as_round_hooks, make_env
-from agents.feedback import REVEALED, PendingRounds
+from agents.rounds import Rounds
 from agents.validation import check_int, per_replica, replica_seeds
 from bandit_gym import rng
 from bandit_gym.atomic import atomic_write
@@ -256,60 +256,66 @@ class BanditAgent(ABC):
         env = self.env if env is None else env
         if env is None:
             raise ValueError("learn needs an env: give one here or when making the agent")
-        if env_sizes(env) != (self.num_replicas, self.n_arms, self.dim):
-            raise ValueError(f"env has (num_envs, n_arms, dim) = {env_sizes(env)}, the agent was built for "
-                             f"{(self.num_replicas, self.n_arms, self.dim)}")
-        if total_timesteps is None:
-            total_timesteps = env_horizon(env)
-            if total_timesteps is None:
-                raise ValueError(f"{type(env).__name__} has no horizon: give total_timesteps (an integer >= 1)")
-        total = check_int("total_timesteps", total_timesteps)
-        vector = isinstance(env, gym.vector.VectorEnv)
+        loop = self.rounds(env, total_timesteps)
+        total, vector = loop.total, isinstance(env, gym.vector.VectorEnv)
         with policy(threads):
-            seeds = (self.seeds if vector else self.seeds[0]) if self._learn_calls == 0 else None
-            obs, _ = env.reset(seed=seeds)
-            pending = PendingRounds()  # rounds whose rewards have not arrived (delayed or batched feedback)
-            self._learn_calls += 1
-            rounds = range(1, total + 1)
             cumulative = 0.0  # the logged cumulative regret, mean over the replicas
             if progress_bar:
                 from tqdm.auto import tqdm
 
-                rounds = tqdm(rounds, desc=type(self).__name__, unit="round")
+                loop = tqdm(loop, total=total, desc=type(self).__name__, unit="round")
             on_step, on_end = as_round_hooks(self, callback, locals())
             logs = {name: _RoundLog(total, self.num_replicas, dtype) for name, dtype in
                     (("regret", np.float64), ("reward", np.float32), ("action", np.int64))}
-            for played in rounds:
-                contexts = self._as_contexts(obs)
-                actions = self._select(contexts)  # (R,)
-                if not vector:
-                    step_actions = int(actions[0])
-                else:
-                    step_actions = actions if isinstance(obs, torch.Tensor) else actions.cpu().numpy()
-                obs, reward, terminated, truncated, info = env.step(step_actions)
-                rewards = self._as_rewards(reward)  # (R,)
-                if REVEALED in info:  # delayed or batched feedback: learn from the rounds paid now (agents/feedback.py)
-                    pending.played(contexts, actions)
-                    for paid in pending.revealed(info, self.device):
-                        self._observe(*paid)
-                else:
-                    self._observe(contexts, actions, rewards)
-                self.t += 1
-                for name, value in (("regret", info["regret"]), ("reward", rewards), ("action", actions)):
+            for played_round in loop:
+                played, info, rewards = played_round.round, played_round.info, played_round.rewards
+                for name, value in (("regret", info["regret"]), ("reward", rewards), ("action", played_round.actions)):
                     logs[name].add(value)
                 if self._logging:
                     cumulative = self._log_round(info["regret"], rewards, cumulative)
-                stop = on_step(played, locals()) is False
+                stop = on_step(played, {**locals(), **vars(played_round), "obs": played_round.observation}) is False
                 if self._logging:
                     self.logger.dump(step=self.num_timesteps)  # one row per round, with what callbacks recorded
                 if stop:
                     break
-                if played < total and (_any(terminated) or _any(truncated)):
-                    obs, _ = env.reset()
-                    pending.reset()
             on_end()
         self.history = {name: log.rows() if vector else log.rows()[:, 0] for name, log in logs.items()}
         return self
+
+    def rounds(self, env: gym.Env | gym.vector.VectorEnv | None = None, total: int | None = None, *,
+               observation: Any = None, checked: bool = False, timed: bool = False,
+               threads: int | str | None = None) -> Rounds:
+        """The round loop of :meth:`learn`, one :class:`agents.rounds.Round` per round played (public API).
+
+        ``learn`` and the experiment runner both iterate it and add their own bookkeeping; iterate it yourself
+        to watch or time rounds without a callback::
+
+            for r in agent.rounds(env, 1000, timed=True):
+                regret += r.info["regret"]; select_s += r.select_s
+
+        ``env`` and ``total`` as in :meth:`learn` (defaults: the agent's env and its horizon). The env is reset
+        with the agent's seeds on the agent's first loop and unseeded afterwards, and again after an episode
+        ends; ``observation``: do not reset, continue from this observation of ``env`` (a resumed run). Each
+        round chooses arms with ``_select`` and learns with ``_observe``, or with ``checked=True`` with
+        :meth:`predict` and :meth:`update` (which check their input): the same numbers. Under delayed or
+        batched feedback the agent learns from each round when its reward arrives (see :meth:`learn`).
+        ``timed``: on CUDA, wait for the device after choosing and after learning, so that each round's
+        ``select_s`` and ``update_s`` are the device's work. Each step runs under ``threads``
+        (:mod:`bandit_gym.threads`; default the enclosing choice). Breaking out of the loop leaves the agent
+        between two rounds; :attr:`agents.rounds.Rounds.updating` says whether an exception left it mid-update.
+        """
+        env = self.env if env is None else env
+        if env is None:
+            raise ValueError("rounds needs an env: give one here or when making the agent")
+        if env_sizes(env) != (self.num_replicas, self.n_arms, self.dim):
+            raise ValueError(f"env has (num_envs, n_arms, dim) = {env_sizes(env)}, the agent was built for "
+                             f"{(self.num_replicas, self.n_arms, self.dim)}")
+        if total is None:
+            total = env_horizon(env)
+            if total is None:
+                raise ValueError(f"{type(env).__name__} has no horizon: give total_timesteps (an integer >= 1)")
+        return Rounds(self, env, check_int("total_timesteps", total), observation, checked=checked, timed=timed,
+                      threads=threads)
 
     # -- persistence ----------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
@@ -530,11 +536,6 @@ def _check_saved_state(path: Any, saved: dict[str, Any], fresh: dict[str, torch.
             raise ValueError(f"{path}: state tensor {name!r} has shape {tuple(value.shape)}, expected "
                              f"({shape}{',' if expected.ndim == 1 else ''}) (a damaged file, or one saved with "
                              "other sizes)")
-
-
-def _any(flags) -> bool:
-    """Whether any flag is set: a bool, a numpy array or a tensor."""
-    return bool(flags.any()) if isinstance(flags, torch.Tensor | np.ndarray) else bool(flags)
 
 
 class _RoundLog:

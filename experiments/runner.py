@@ -6,8 +6,9 @@ with per-replica hyperparameters: replica ``p S + s`` runs grid point ``p`` with
 instances. The chosen point of a cell is the one with the lowest mean final cumulative regret over
 its seeds (as the paper tuned: chosen and reported on the same seeds); every point's regret is kept.
 
-The runner plays the rounds itself with the agents' public verbs (``predict``, ``env.step``,
-``update``: the numbers of ``agent.learn``) so that it can time them apart: ``select_time_s`` is the
+The runner plays the rounds through the agent's own round loop (:meth:`agents.BanditAgent.rounds`, the
+loop of ``agent.learn``, with the public verbs ``predict`` and ``update``: the numbers of ``agent.learn``),
+which times them apart; the runner adds the progress bar and the checkpoints. ``select_time_s`` is the
 time spent choosing arms (``predict``), ``update_time_s`` the time spent learning from the rounds
 (``update``: the model fit, the Langevin chain of LMC-TS), the rest of ``wall_time_s`` is the env
 and the bookkeeping (Table 2 of the paper). On CUDA each timed call ends with a synchronisation.
@@ -245,18 +246,15 @@ def _play(config: ExperimentConfig, spec: AgentSpec, points: list[dict[str, Any]
 @policy()  # the rounds on the library's torch threads (bandit_gym/threads.py)
 def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | None = None,
                 checkpoint: Checkpoint | None = None) -> _Played:
-    """Play ``total`` rounds of ``agent`` on ``env`` (reset with the agent's seeds), timing arm selection
-    (``predict``) and learning (``update``) apart; the numbers of ``agent.learn(env, total)``.
+    """Play ``total`` rounds of ``agent`` on ``env`` (reset with the agent's seeds) through the agent's own loop
+    (:meth:`agents.BanditAgent.rounds`, with ``predict`` and ``update``: the numbers of ``agent.learn(env,
+    total)``), adding the times of arm selection and learning, the progress bar and the checkpoints.
 
     ``env``'s horizon must be at least ``total`` (one episode). ``bar_label``: show a progress bar with
     the running cumulative regret, mean over the replicas (None: no bar). ``checkpoint``: continue from
     it if it holds a usable one, write it while playing, and on Ctrl-C end the round, write it and raise
     ``KeyboardInterrupt`` (see :mod:`experiments.checkpoint`).
     """
-    from agents.feedback import REVEALED, PendingRounds
-
-    synchronize = torch.cuda.synchronize if agent.device.type == "cuda" else (lambda: None)
-    clock = time.perf_counter
     restored = checkpoint.load(agent, env) if checkpoint is not None else None
     if restored is None:
         done, obs = Progress(), env.reset(seed=list(agent.seeds))[0]
@@ -264,32 +262,22 @@ def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | N
         done, obs = restored
     bar = _round_bar(total, bar_label, done.rounds)
     cumulative = sum(float(np.mean(_as_numpy(row))) for row in done.regret) if bar is not None else 0.0
-    in_update = False  # agent.update running: its state may be half-changed, not a state to checkpoint
-    pending = PendingRounds()  # rounds whose rewards have not arrived (delayed or batched feedback)
+    loop = agent.rounds(env, total - done.rounds, observation=obs, checked=True, timed=True) \
+        if done.rounds < total else iter(())
+    recording = False  # a round's records half-written: not a progress to checkpoint
     with DeferredInterrupt(enabled=checkpoint is not None) as interrupt:
         try:
-            for played in range(done.rounds + 1, total + 1):
-                start = clock()
-                actions, _ = agent.predict(obs)  # (R,)
-                synchronize()
-                chosen = clock()
-                next_obs, reward, _, _, info = env.step(actions)
-                stepped = clock()
-                in_update = True
-                if REVEALED in info:  # delayed or batched feedback (a config's wrappers): as agent.learn does
-                    _observe_revealed(agent, pending, obs, actions, info)
-                else:
-                    agent.update(obs, actions, reward)
-                synchronize()
-                done.select_s += chosen - start
-                done.update_s += clock() - stepped
+            for round_ in loop:
+                recording = True
+                done.select_s += round_.select_s
+                done.update_s += round_.update_s
                 if checkpoint is not None:
-                    done.actions.append(np.array(_as_numpy(actions), dtype=np.int64))  # (R,) a copy
-                done.regret.append(info["regret"])
-                in_update = False
-                obs = next_obs
+                    done.actions.append(round_.actions.cpu().numpy().astype(np.int64))  # (R,) a copy
+                done.regret.append(round_.info["regret"])
+                recording = False
+                played = done.rounds
                 if bar is not None:
-                    cumulative += float(np.mean(_as_numpy(info["regret"])))
+                    cumulative += float(np.mean(_as_numpy(round_.info["regret"])))
                     bar.update(1)
                     if played % 100 == 0 or played == total:
                         bar.set_postfix_str(f"regret {cumulative:.1f}", refresh=played == total)
@@ -299,7 +287,8 @@ def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | N
         except KeyboardInterrupt:
             if checkpoint is None:
                 raise
-            if not in_update and not interrupt.requested:  # stopped between two agent states: keep this one
+            # stopped between two agent states (not while the agent learnt or the round was recorded): keep this one
+            if not getattr(loop, "updating", False) and not recording and not interrupt.requested:
                 checkpoint.save(agent, done)
             raise KeyboardInterrupt(f"interrupted: {checkpoint.path} holds the cell's last checkpoint; the same "
                                     "command continues from it") from None
@@ -310,16 +299,6 @@ def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | N
     notes = (checkpoint.note,) if checkpoint is not None and checkpoint.note else ()
     return _Played(regret.reshape(total, -1), [], done.select_s, done.update_s, notes,
                    done.earlier_s)
-
-
-def _observe_revealed(agent, pending, obs, actions, info: dict[str, Any]) -> None:
-    """One round under delayed or batched feedback, learnt as ``agent.learn`` learns it (the same numbers):
-    keep the round's arms, learn from each round whose reward ``info`` reveals, then advance the round."""
-    contexts = agent._as_contexts(obs, check_finite=True)
-    pending.played(contexts, torch.as_tensor(_as_numpy(actions), device=agent.device).reshape(-1))
-    for paid in pending.revealed(info, agent.device):
-        agent._observe(*paid)
-    agent.t += 1
 
 
 def _as_numpy(values) -> np.ndarray:
