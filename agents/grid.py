@@ -29,20 +29,31 @@ class HyperparameterGrid:
 
     Args:
         values: Hyperparameter name -> the values to try; the grid is their Cartesian product
-            (the last name varies fastest).
+            (the last name varies fastest). ``{}``: one point (the agent's defaults), ``S`` seeds.
         n_seeds: Seeds per grid point ``S``.
         seed: The first seed; point ``p``'s replicas use ``seed, ..., seed + S - 1``.
     """
 
     def __init__(self, values: dict[str, Sequence[Any]], n_seeds: int, seed: int = 0) -> None:
-        if not values or any(len(v) == 0 for v in values.values()):
+        if any(len(v) == 0 for v in values.values()):
             raise ValueError(f"values must map each hyperparameter name to a non-empty list, got {values!r}")
         self.names = list(values)
-        #: Every grid point, as a dict of hyperparameter values.
+        #: Every grid point, as a dict of hyperparameter values (no values: one point, the agent's defaults).
         self.points: list[dict[str, Any]] = [dict(zip(self.names, combo, strict=True))
                                              for combo in itertools.product(*values.values())]
         self.n_seeds = check_int("n_seeds", n_seeds)
         self.seed = check_int("seed", seed, minimum=0)
+
+    @classmethod
+    def from_points(cls, points: Sequence[dict[str, Any]], n_seeds: int, seed: int = 0) -> HyperparameterGrid:
+        """The layout of the given ``points`` (each a dict of the same hyperparameter names) x ``n_seeds`` seeds,
+        e.g. some points of a larger grid, played without the others."""
+        points = [dict(point) for point in points]
+        if not points or any(point.keys() != points[0].keys() for point in points):
+            raise ValueError(f"points must be a non-empty list of dicts with the same names, got {points!r}")
+        grid = cls({name: [value] for name, value in points[0].items()}, n_seeds, seed)
+        grid.points = points
+        return grid
 
     @property
     def num_replicas(self) -> int:
@@ -52,6 +63,10 @@ class HyperparameterGrid:
     def seeds(self) -> list[int]:
         """The seed of every replica: ``seed + s`` for replica ``p S + s``."""
         return [self.seed + s for _ in self.points for s in range(self.n_seeds)]
+
+    def replicas(self, point: int) -> range:
+        """The replicas of grid point ``point`` (an index into :attr:`points`): ``p S, ..., p S + S - 1``."""
+        return range(point * self.n_seeds, (point + 1) * self.n_seeds)
 
     def agent_kwargs(self) -> dict[str, list]:
         """Keywords for an agent: each hyperparameter's value per replica, and the replicas' seeds."""

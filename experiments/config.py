@@ -35,11 +35,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from experiments import catalog
+
+if TYPE_CHECKING:
+    from agents.grid import HyperparameterGrid
 
 TOP_LEVEL_KEYS = ("name", "description", "imports", "env", "env_kwargs", "wrappers", "horizon", "seeds", "seed",
                   "agents")
@@ -69,11 +72,11 @@ class AgentSpec:
     grid: dict[str, list] = field(default_factory=dict)
 
     def points(self) -> list[dict[str, Any]]:
-        """The grid points (Cartesian product, the last name fastest); one empty point without a grid."""
-        points: list[dict[str, Any]] = [{}]
-        for name, values in self.grid.items():
-            points = [{**point, name: value} for point in points for value in values]
-        return points
+        """The grid points (Cartesian product, the last name fastest: :class:`agents.HyperparameterGrid`);
+        one empty point without a grid."""
+        from agents.grid import HyperparameterGrid
+
+        return HyperparameterGrid(self.grid, n_seeds=1).points
 
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "agent": self.agent, "fixed": dict(self.fixed),
@@ -98,6 +101,15 @@ class ExperimentConfig:
 
     def seed_list(self) -> list[int]:
         return list(range(self.seed, self.seed + self.seeds))
+
+    def layout(self, spec: AgentSpec, points: list[dict[str, Any]] | None = None) -> HyperparameterGrid:
+        """The replicas of ``spec``'s cell as :class:`agents.HyperparameterGrid` lays them out: its grid points
+        (default: all of them; else the given ones) x this config's seeds."""
+        from agents.grid import HyperparameterGrid
+
+        if points is None:
+            return HyperparameterGrid(spec.grid, self.seeds, self.seed)
+        return HyperparameterGrid.from_points(points, self.seeds, self.seed)
 
     def to_dict(self) -> dict[str, Any]:
         """What defines the results (not the description or the file's path): compared on resume."""
@@ -392,7 +404,7 @@ def _check_by_building(located: _Located, config: ExperimentConfig, command_line
     envs: dict[int, Any] = {}
     try:
         for spec in config.agents:
-            replicas = len(spec.points()) * config.seeds
+            replicas = config.layout(spec).num_replicas
             if replicas not in envs:
                 try:
                     envs[replicas] = make_env(config, replicas, "cpu")
@@ -431,7 +443,7 @@ def _build_ignoring_divergence(spec: AgentSpec, config: ExperimentConfig, envs: 
     from agents import DivergenceError
 
     try:
-        build_agent(spec, config, envs[len(spec.points()) * config.seeds], "cpu")
+        build_agent(spec, config, envs[config.layout(spec).num_replicas], "cpu")
     except DivergenceError:
         if config.seeds not in envs:
             envs[config.seeds] = make_env(config, config.seeds, "cpu")

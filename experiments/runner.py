@@ -84,12 +84,10 @@ def make_env(config: ExperimentConfig, num_replicas: int, device: str) -> gym.ve
 
 def build_agent(spec: AgentSpec, config: ExperimentConfig, env: gym.vector.VectorEnv, device: str,
                 points: list[dict[str, Any]] | None = None):
-    """The agent of ``spec`` for ``points`` (default: its whole grid) x the config's seeds, as one batch."""
-    points = spec.points() if points is None else points
-    per_replica = {name: [point[name] for point in points for _ in range(config.seeds)] for name in spec.grid}
-    seeds = [s for _ in points for s in config.seed_list()]
+    """The agent of ``spec`` for ``points`` (default: its whole grid) x the config's seeds, as one batch
+    (:meth:`ExperimentConfig.layout`: the replicas of :class:`agents.HyperparameterGrid`)."""
     cls = catalog.agent_class(spec.agent)
-    return cls(env, seed=seeds, device=device, **spec.fixed, **per_replica)
+    return cls(env, device=device, **spec.fixed, **config.layout(spec, points).agent_kwargs())
 
 
 def cell_config(config: ExperimentConfig, spec: AgentSpec) -> dict[str, Any]:
@@ -226,7 +224,8 @@ def _play(config: ExperimentConfig, spec: AgentSpec, points: list[dict[str, Any]
 
     ``checkpoints``: continue from ``name``'s checkpoint and write one while playing (None: neither).
     """
-    env = make_env(config, len(points) * config.seeds, device)
+    layout = config.layout(spec, points)
+    env = make_env(config, layout.num_replicas, device)
     try:
         agent = build_agent(spec, config, env, device, points)
         checkpoint = None
@@ -238,8 +237,8 @@ def _play(config: ExperimentConfig, spec: AgentSpec, points: list[dict[str, Any]
     finally:
         env.close()
     reported = agent.hyperparameters()
-    played.hyperparameters = [{name: (value[p * config.seeds] if isinstance(value, list) else value)
-                               for name, value in reported.items()} for p in range(len(points))]
+    played.hyperparameters = [{name: (value[layout.replicas(p)[0]] if isinstance(value, list) else value)
+                               for name, value in reported.items()} for p in range(len(layout.points))]
     return played
 
 
