@@ -2,7 +2,8 @@
 
 An agent holds the state of ``R`` independent runs as tensors with a leading replica axis
 (contexts ``(R, K, d)``, scores ``(R, K)``, actions ``(R,)``). A subclass implements two methods,
-and one round of ``learn`` is exactly::
+and one round of :meth:`BanditAgent.rounds` (the one round loop, which ``learn`` and the experiment
+runner iterate) is exactly::
 
     contexts = self._as_contexts(obs)                  # numpy or torch, (K, d) or (R, K, d)
     actions = self._select(contexts)                   # (R,): the arms to play
@@ -101,7 +102,8 @@ class DivergenceError(RuntimeError):
 
 
 class BanditAgent(ABC):
-    """Base class: ``learn``, ``predict``, ``update``, ``save``/``load`` over R replicas.
+    """Base class: ``learn``, ``predict``, ``update``, ``save``/``load`` over R replicas, and ``rounds``, the round
+    loop that ``learn`` and the experiment runner iterate (one :class:`agents.rounds.Round` record per round).
 
     Args:
         env: A bandit env (``R = 1``) or a vector env (``R = num_envs``): the native batched

@@ -2,10 +2,11 @@
 
 A feedback wrapper (:mod:`bandit_gym.feedback`: delayed or batched rewards) reveals a round's reward in
 the ``info`` of a later step (``revealed_rounds``, ``revealed_rewards``, rounds counted from 0 at
-``reset``). :meth:`agents.base.BanditAgent.learn` keeps what each played round needs here (its arm features
-and the arms played) and hands a round to the agent's ``_observe`` when its reward arrives, oldest
-first; the agent's math does not change. Without those keys in ``info`` ``learn`` learns from each round at
-once, as before. A loop of your own does the same with the public verbs::
+``reset``). The round loop of ``learn`` and of the experiment runner
+(:meth:`agents.base.BanditAgent.rounds`) keeps what each played round needs here (its arm features and
+the arms played) and hands a round to the agent's ``_observe`` when its reward arrives, oldest first; the
+agent's math does not change. Without those keys in ``info`` the loop learns from each round at once.
+A loop of your own does the same with the public verbs::
 
     pending = PendingRounds()                     # and pending.reset() after each env.reset()
     actions, _ = agent.predict(obs)
@@ -43,12 +44,14 @@ class PendingRounds:
         return len(self._rounds)
 
     def played(self, contexts: torch.Tensor, actions: torch.Tensor) -> None:
-        """Keep the round just played: its arms ``(R, K, d)`` (a copy: the env's arrays are not ours) and actions ``(R,)``."""
+        """Keep the round just played: its arms ``(R, K, d)`` (a copy: the env's arrays are not ours) and
+        actions ``(R,)``."""
         self._rounds[self._played] = (contexts.clone(), actions.clone())
         self._played += 1
 
     def revealed(self, info: dict[str, Any], device: torch.device) -> Iterator[tuple[torch.Tensor, ...]]:
-        """The rounds whose rewards ``info`` reveals, oldest first: ``(contexts (R, K, d), actions (R,), rewards (R,))``."""
+        """The rounds whose rewards ``info`` reveals, oldest first:
+        ``(contexts (R, K, d), actions (R,), rewards (R,))``."""
         rounds = np.asarray(info[REVEALED])
         rewards = np.asarray(info["revealed_rewards"], dtype=np.float64)
         if rounds.ndim == 2:  # a batched env: (R, n), the same rounds for every replica
