@@ -43,6 +43,21 @@ def test_grid_layout_and_split():
         grid.split(np.zeros((3, 10)))
 
 
+def test_a_grid_without_values_and_a_grid_of_chosen_points():
+    alone = HyperparameterGrid({}, n_seeds=3, seed=5)  # one point: the agent's defaults
+    assert alone.points == [{}] and alone.agent_kwargs() == {"seed": [5, 6, 7]}
+    grid = HyperparameterGrid({"step_size": [0.1, 0.3], "inverse_temperature": [10.0, 100.0]}, n_seeds=2, seed=1)
+    assert [list(grid.replicas(p)) for p in range(4)] == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    replicas = np.arange(grid.num_replicas)
+    assert all(list(part) == list(grid.replicas(p)) for p, part in enumerate(grid.split(replicas)))
+    chosen = HyperparameterGrid.from_points([grid.points[3], grid.points[0]], n_seeds=2, seed=1)
+    full = grid.agent_kwargs()
+    expected = {name: [full[name][r] for p in (3, 0) for r in grid.replicas(p)] for name in full}
+    assert chosen.points == [grid.points[3], grid.points[0]] and chosen.agent_kwargs() == expected
+    with pytest.raises(ValueError, match="points must be a non-empty list of dicts with the same names"):
+        HyperparameterGrid.from_points([{"step_size": 0.1}, {"inverse_temperature": 10.0}], n_seeds=2)
+
+
 def test_a_grid_run_equals_each_point_run_alone():
     """Point p, seed s of the batched grid is the run of that point alone with seed s (same problem
     instance: the env's replica is reset with the same seed). 30 rounds of continuous arm features:

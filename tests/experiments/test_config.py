@@ -49,6 +49,23 @@ def test_config_reads_names_grid_and_exponent_floats(tmp_path):
     assert config.agent("LinUCB").points() == [{}]
 
 
+def test_a_cell_is_laid_out_by_the_agents_hyperparameter_grid(tmp_path):
+    from agents import HyperparameterGrid
+    from experiments.runner import build_agent, make_env
+
+    config = load_config(_write(tmp_path, GOOD.replace("seeds: 2", "seeds: 2\nseed: 7")))
+    spec = config.agent("LMCTS")
+    layout = config.layout(spec)
+    grid = HyperparameterGrid(spec.grid, n_seeds=2, seed=7)
+    assert layout.points == grid.points == spec.points() and layout.agent_kwargs() == grid.agent_kwargs()
+    env = make_env(config, layout.num_replicas, "cpu")
+    agent = build_agent(spec, config, env, "cpu")
+    assert agent.seeds == [7, 8] * 4 and agent.hyperparameters()["step_size"] == grid.agent_kwargs()["step_size"]
+    one = config.layout(spec, [spec.points()[2]])  # a point played alone (after a batch diverged)
+    assert one.agent_kwargs() == {"step_size": [0.3, 0.3], "inverse_temperature": [10, 10], "seed": [7, 8]}
+    assert config.layout(config.agent("LinUCB")).agent_kwargs() == {"seed": [7, 8]}
+
+
 def test_config_overrides_of_the_command_line(tmp_path):
     config = load_config(_write(tmp_path, GOOD), seeds=7, horizon=11)
     assert (config.seeds, config.horizon) == (7, 11)
