@@ -110,8 +110,8 @@ class Rounds:
             stepped = clock()
             self.updating = True
             rewards = agent._as_rewards(reward)  # (R,)
-            if self._checked:
-                contexts = agent._as_contexts(obs, check_finite=True)
+            if self._checked:  # (update checks the contexts it is given; the rounds paid later are checked here)
+                contexts = agent._as_contexts(obs, check_finite=REVEALED in info)
             if REVEALED in info:  # delayed or batched feedback: learn from the rounds paid now (agents/feedback.py)
                 pending.played(contexts, actions)
                 for paid in pending.revealed(info, agent.device):
