@@ -100,3 +100,36 @@ def test_real_data_prints_a_row_per_agent_and_the_textbook_reference(real_openml
     regret = [_benchmark_module("numpy_linucb").run_env("Mushroom-v0", s, 300, cache_dir=real_openml_cache,
                                                         horizon=300) for s in range(2)]
     assert float(rows[2][2].split(" +- ")[0]) == round(float(np.mean(regret)))
+
+
+def test_code_size_counts_a_toy_file_and_a_named_function():
+    """benchmarks/code_size.py's counting: blank lines, comments and blank docstring lines are left out, a '#'
+    inside a string is code, and a qualified name's span covers its decorators and body only."""
+    code_size = _benchmark_module("code_size")
+    toy = '''"""Module docstring,
+
+two lines of text."""
+# a comment
+
+import os  # code with a comment
+
+
+class A:
+    """One line."""
+
+    @staticmethod
+    def f():
+        # inside
+        return "# not a comment"
+
+
+x = 1
+'''
+    # code lines: 1, 3 (docstring), 6, 9, 10, 12, 13, 15, 18; docstrings are lines 1-3 and 10
+    assert sorted(code_size.code_lines(toy)) == [1, 3, 6, 9, 10, 12, 13, 15, 18]
+    assert code_size.count_lines(toy) == 9
+    assert code_size.count_lines(toy, docstrings=False) == 6  # less lines 1, 3 and 10
+    assert code_size.span(toy, "A.f") == (12, 15)
+    assert code_size.count_lines(toy, *code_size.span(toy, "A.f")) == 3
+    with pytest.raises(ValueError, match="'A.g'"):
+        code_size.span(toy, "A.g")
