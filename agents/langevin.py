@@ -27,6 +27,18 @@ from typing import Any
 import torch
 
 
+def langevin_update(theta: torch.Tensor, grad: torch.Tensor, step_size: float | torch.Tensor,
+                    inverse_temperature: float | torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    """One Langevin step: ``theta - eta * grad + sqrt(2 eta / beta) * eps`` (a new tensor).
+
+    The one definition of the step: :class:`LangevinOptimizer` applies it to each parameter and
+    :func:`agents.lmcts.langevin_steps` to the ``(R, p)`` parameters of R replicas. ``step_size`` ``eta``
+    and ``inverse_temperature`` ``beta`` are numbers or tensors that broadcast against ``theta``
+    (a preconditioned step passes ``eta M``); ``noise`` is the standard normal ``eps``, ``theta``'s shape.
+    """
+    return theta - step_size * grad + (2 * step_size / inverse_temperature) ** 0.5 * noise
+
+
 def _check_positive(name: str, value: Any) -> float:
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value > 0
     if not ok:
@@ -84,7 +96,6 @@ class LangevinOptimizer(torch.optim.Optimizer):
             # Read the group's values at every step: a schedule may have changed them.
             eta = _check_positive("step_size", group["step_size"])
             beta = _check_positive("inverse_temperature", group["inverse_temperature"])
-            noise_scale = math.sqrt(2.0 * eta / beta)
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -94,5 +105,5 @@ class LangevinOptimizer(torch.optim.Optimizer):
                         "give a generator on the parameters' device"
                     )
                 noise = torch.randn(p.shape, generator=self.generator, device=p.device, dtype=p.dtype)
-                p.add_(p.grad, alpha=-eta).add_(noise, alpha=noise_scale)
+                p.copy_(langevin_update(p, p.grad, eta, beta, noise))
         return loss

@@ -20,6 +20,7 @@ import torch
 
 from agents import _kernels
 from agents.base import BanditAgent, DivergenceError, chosen_rows
+from agents.langevin import langevin_update
 from agents.mlp import MLP, build_model, is_neural
 from agents.models import LinearModel, RewardModel, agent_state, load_agent_state
 from agents.validation import check_choice, check_float, check_int
@@ -74,7 +75,7 @@ def langevin_steps(model: RewardModel, theta: torch.Tensor, step_size: torch.Ten
     per_step = callable(noise)
     for k in range(n_steps if per_step else noise.shape[1]):
         grad = model.gradient(theta, None if batches is None else batches[:, k])  # (R, p)
-        theta = theta - eta * grad + torch.sqrt(2 * eta / beta) * (noise(k) if per_step else noise[:, k])
+        theta = langevin_update(theta, grad, eta, beta, noise(k) if per_step else noise[:, k])
     return theta
 
 

@@ -127,3 +127,30 @@ def test_langevin_bad_step_size_set_later_raises():
     opt.param_groups[0]["step_size"] = -0.5
     with pytest.raises(ValueError, match=r"step_size .* got -0\.5"):
         opt.step()
+
+
+def test_langevin_optimizer_and_lmcts_chain_take_the_same_step():
+    """The optimizer on one replica's theta and ``langevin_steps`` on a LinearModel, fed the same noise (drawn
+    from the same generator state), give bit-identical iterates: both apply ``langevin_update``. ``eta = 1/8``
+    and ``beta = 4`` make the noise scale ``sqrt(2 eta / beta) = 1/4`` exact in float32 and float64, so the two
+    callers' number types (Python floats, float32 tensors) cannot round it differently."""
+    from agents.lmcts import langevin_steps
+    from agents.models import LinearModel
+
+    eta, beta, n_steps, d = 0.125, 4.0, 6, 3
+    model = LinearModel(1, d, torch.tensor([1.0]), torch.device("cpu"))
+    g = torch.Generator().manual_seed(5)
+    for _ in range(4):
+        model.add(torch.randn(1, d, generator=g) / 4, torch.randn(1, generator=g))
+    theta0 = torch.randn(1, d, generator=g)
+
+    theta = theta0.clone().requires_grad_()
+    opt = LangevinOptimizer([theta], step_size=eta, inverse_temperature=beta, generator=torch.Generator().manual_seed(7))
+    for _ in range(n_steps):
+        theta.grad = model.gradient(theta.detach())
+        opt.step()
+    noise = torch.Generator().manual_seed(7)
+    eps = torch.stack([torch.randn(1, d, generator=noise) for _ in range(n_steps)], dim=1)  # (1, K, d)
+    chain = langevin_steps(model, theta0, torch.tensor([eta]), torch.tensor([beta]), eps)
+    assert torch.equal(theta.detach(), chain)
+    assert not torch.equal(chain, theta0)
