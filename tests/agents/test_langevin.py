@@ -145,7 +145,8 @@ def test_langevin_optimizer_and_lmcts_chain_take_the_same_step():
     theta0 = torch.randn(1, d, generator=g)
 
     theta = theta0.clone().requires_grad_()
-    opt = LangevinOptimizer([theta], step_size=eta, inverse_temperature=beta, generator=torch.Generator().manual_seed(7))
+    opt = LangevinOptimizer([theta], step_size=eta, inverse_temperature=beta,
+                            generator=torch.Generator().manual_seed(7))
     for _ in range(n_steps):
         theta.grad = model.gradient(theta.detach())
         opt.step()
