@@ -316,7 +316,7 @@ def test_neural_models_run_and_save(cls, model, tmp_path):
     ({"cls": FGLMCTS, "feel_good_batch_size": 0}, "feel_good_batch_size"),
     ({"cls": EnsembleSampling, "n_members": 0}, "n_members"),
     ({"cls": VITS, "initial_variance": 0.0}, "initial_variance"),
-    ({"cls": VITS, "model": "mlp", "preconditioner": "diagonal"}, "preconditioner must be 'none' for VITS"),
+    ({"cls": VITS, "preconditioner": "diagonal"}, "preconditioner must be 'none' for model='linear'"),
     ({"cls": EnsembleSampling, "step_schedule": "cosine"}, "step_schedule"),
 ])
 def test_bad_hyperparameters_raise_named_errors(kwargs, match):
