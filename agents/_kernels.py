@@ -12,13 +12,16 @@ The variable is read at each call, so a test can switch it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from numba import njit
 
+from agents.blocks import BlockRows
 from bandit_gym import rng
 
 _JIT = {"nogil": True, "cache": True, "error_model": "numpy"}
@@ -124,3 +127,170 @@ def add_observation(gram: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
     gram_new, moment_new = np.empty(gram.shape, np.float32), np.empty(moment.shape, np.float32)
     _add_observation(gram.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), gram_new, moment_new)
     return torch.from_numpy(gram_new), torch.from_numpy(moment_new)
+
+
+# -- agents.mlp.MLPModel: a hand-written backward pass ----------------------------------------
+# The definition is autograd (``MLPModel.gradient``, ``arm_gradients``, ``gradient_squares``,
+# ``gradient_norms`` with the switch off); these compute the same sums by back-propagating the
+# layers' ``d f / d z`` by hand, on any device (torch code, so only the switch is checked), and
+# never form ``g`` ``(R, n, p)`` where only its squares are needed.
+def act_backward(model, delta: torch.Tensor, z_sign: torch.Tensor) -> torch.Tensor:
+    """``delta * act'(z)``, where ``z_sign`` has the sign of ``z`` (the activation's output does)."""
+    if model.activation == "relu":
+        return delta * (z_sign > 0)
+    return torch.where(z_sign > 0, delta, model.leaky_slope * delta)
+
+
+def mlp_backward(model, params: torch.Tensor, inputs: list, output_grad: torch.Tensor) -> list[tuple]:
+    """Back-propagate ``dL/df`` ``(R, n)``: per layer ``dL/dz_l`` ``(R, n, out)`` and its input ``(R, n, in)``."""
+    delta = output_grad[:, :, None]  # (R, n, 1)
+    steps = []
+    for index, (weight, _) in reversed(list(enumerate(model.layers(params)))):
+        steps.append((delta, inputs[index]))
+        if index > 0:  # the layer's input act(z_{l-1}) has the sign of z_{l-1} (both activations)
+            delta = act_backward(model, torch.bmm(delta, weight), inputs[index])  # (R, n, in)
+    return steps[::-1]
+
+
+def outer_rows(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """Per row, each layer's ``(delta h^T, delta)`` flattened and concatenated, ``(R, n, p)``: the gradient of
+    the row's output, from each layer's ``d f / d z`` ``(R, n, out)`` and input ``h`` ``(R, n, in)``."""
+    pieces = []
+    for delta, h in pairs:
+        pieces += [(delta[:, :, :, None] * h[:, :, None, :]).flatten(2), delta]  # (R, n, o i), (R, n, o)
+    return torch.cat(pieces, dim=2)
+
+
+def _squared(rows):
+    """Dense rows or :class:`agents.blocks.BlockRows` with their values squared."""
+    return rows**2 if isinstance(rows, torch.Tensor) else dataclasses.replace(rows, values=rows.values**2)
+
+
+def mlp_gradient(model, params: torch.Tensor, batch: torch.Tensor | None) -> torch.Tensor:
+    """Hand-written :meth:`agents.mlp.MLPModel.gradient`: ``grad L_t`` ``(R, p)``."""
+    x, r, scale = model.rows(batch)
+    prediction, inputs = model.forward(params, x)
+    pieces = []
+    for delta, h_in in mlp_backward(model, params, inputs, 2.0 * scale * (prediction - r)):
+        if isinstance(h_in, torch.Tensor):
+            weight_grad = torch.bmm(delta.transpose(1, 2), h_in)  # (R, o, i)
+        else:
+            weight_grad = block_weight_gradient(delta, h_in)  # (R, o, i)
+        pieces += [weight_grad.flatten(1), delta.sum(dim=1)]  # dW (R, o i), db (R, o)
+    gradient = torch.cat(pieces, dim=1)  # (R, p)
+    return gradient.addcmul_(2.0 * model.lambda_reg[:, None], params)  # + 2 lambda theta, in place: one pass
+
+
+def mlp_gradient_squares(model, params: torch.Tensor, batch: torch.Tensor | None) -> torch.Tensor:
+    """:meth:`agents.mlp.MLPModel.gradient_squares` without forming ``g``. Layer ``l``'s part of ``g(x_i)`` is
+    ``delta_i h_i^T`` (weights) and ``delta_i`` (biases), so the sum over rows of its square is
+    ``(delta^2)^T h^2`` and ``sum_i delta_i^2``: one product of the loss gradient's size."""
+    x, _, scale = model.rows(batch)
+    prediction, inputs = model.forward(params, x)
+    pieces = []
+    for delta, h_in in mlp_backward(model, params, inputs, torch.ones_like(prediction)):
+        squares = delta**2  # (R, n, o)
+        if isinstance(h_in, torch.Tensor):
+            weight = torch.bmm(squares.transpose(1, 2), h_in**2)  # (R, o, i)
+        else:
+            weight = block_weight_gradient(squares, _squared(h_in))
+        pieces += [weight.flatten(1), squares.sum(dim=1)]
+    return scale * torch.cat(pieces, dim=1)  # (R, p)
+
+
+def mlp_arm_gradients(model, params: torch.Tensor, contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Hand-written :meth:`agents.mlp.MLPModel.arm_gradients`: ``f(x_k)`` ``(R, K)`` and ``g(x_k)`` ``(R, K, p)``."""
+    prediction, inputs = model.forward(params, contexts)
+    steps = mlp_backward(model, params, inputs, torch.ones_like(prediction))
+    (delta, h_in), rest = steps[0], steps[1:]
+    if isinstance(h_in, torch.Tensor):
+        return prediction, outer_rows(steps)
+    R, K = prediction.shape
+    g = prediction.new_zeros(R, K, model.n_params)  # (R, K, p)
+    first = model.layer_shapes[0][0] * model.dim
+    block_outer_rows(delta, h_in, out=g[:, :, :first])  # first layer: zero outside each arm's block
+    g[:, :, first:] = torch.cat([delta, outer_rows(rest)], dim=2) if rest else delta
+    return prediction, g
+
+
+def mlp_gradient_norms(model, params: torch.Tensor, contexts: torch.Tensor,
+                       weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:meth:`agents.mlp.MLPModel.gradient_norms` without forming ``g``. Layer ``l``'s part of ``g`` is
+    ``delta h^T`` (weights) and ``delta`` (biases), so its share of ``sum_j w_j g_j^2`` is
+    ``delta^2 . (W_w h^2) + delta^2 . w_b``: one product of a forward pass's size."""
+    prediction, inputs = model.forward(params, contexts)
+    steps = mlp_backward(model, params, inputs, torch.ones_like(prediction))
+    total = torch.zeros_like(prediction)  # (R, K)
+    for (delta, h_in), (weight_w, bias_w) in zip(steps, model.layers(weights), strict=True):
+        if isinstance(h_in, torch.Tensor):
+            weighted = torch.bmm(h_in**2, weight_w.transpose(1, 2))  # (R, K, o)
+        else:
+            weighted = block_matmul(_squared(h_in), weight_w)  # (R, K, o)
+        total = total + (delta**2 * (weighted + bias_w[:, None, :])).sum(dim=-1)
+    return prediction, total
+
+
+# -- agents.mlp.MLPModel's first layer for one-hot-block rows (agents.blocks.BlockRows) --------------
+def _grouped(rows: BlockRows) -> tuple[torch.Tensor, int]:
+    """Where each row goes when every replica's rows are grouped by block, each group padded to the largest:
+    flat indices into ``(R, N, c)`` ``(R n,)``, and ``c``."""
+    R, n, _ = rows.values.shape
+    onehot = F.one_hot(rows.block, rows.n_blocks)  # (R, n, N)
+    rank = (onehot.cumsum(dim=1) * onehot).sum(dim=-1) - 1  # (R, n): the row's place in its block's group
+    width = int(onehot.sum(dim=1).max())  # c: rows in the largest group
+    replica = torch.arange(R, device=rows.block.device)[:, None]  # (R, 1)
+    return ((replica * rows.n_blocks + rows.block) * width + rank).reshape(-1), width
+
+
+def _padded(rows: BlockRows, index: torch.Tensor, width: int) -> torch.Tensor:
+    """The rows' values grouped by block, ``(R, N, c, d)`` (zeros in the padding)."""
+    R, n, d = rows.values.shape
+    padded = rows.values.new_zeros(R * rows.n_blocks * width, d)
+    return padded.index_copy(0, index, rows.values.reshape(R * n, d)).view(R, rows.n_blocks, width, d)
+
+
+def block_matmul(rows: BlockRows, weight: torch.Tensor) -> torch.Tensor:
+    """``x W^T`` for rows in block form: ``W[:, block j] x`` for a row in block ``j``, ``(R, n, o)``.
+
+    ``weight`` is the dense first layer ``(R, o, N d)``. Rows are grouped by block (padded to the largest
+    group), and block ``j``'s rows meet block ``j``'s columns only: ``c N d o`` multiply-adds per replica
+    against the dense ``n N d o``, with ``c`` about ``n / N`` (one for an arm set). One product batched
+    over blocks per replica, on a strided view of the weights (a product batched over replicas too
+    copied them; one per (replica, block) made many small calls that waited for torch's thread pool).
+    """
+    R, n, d = rows.values.shape
+    o = weight.shape[1]
+    per_block = weight.reshape(R, o, rows.n_blocks, d).permute(0, 2, 3, 1)  # (R, N, d, o), a view
+    if n == rows.n_blocks and torch.equal(rows.block, torch.arange(n, device=rows.block.device).expand(R, n)):
+        # an arm set, arm j in block j (the real-data envs): one matrix-vector product per (replica, arm); a
+        # batched product copied W here (20x slower, measured), and grouping rows costs passes over them
+        return torch.stack([torch.stack([rows.values[r, j] @ per_block[r, j] for j in range(n)])
+                            for r in range(R)])  # (R, K, o)
+    index, width = _grouped(rows)
+    padded = _padded(rows, index, width)  # (R, N, c, d)
+    z = torch.stack([torch.bmm(padded[r], per_block[r]) for r in range(R)])  # (R, N, c, o): no copy of W
+    return z.reshape(-1, o).index_select(0, index).view(R, n, o)
+
+
+def block_weight_gradient(delta: torch.Tensor, rows: BlockRows) -> torch.Tensor:
+    """``sum_rows delta x^T`` for rows in block form, in the dense layout ``(R, o, N d)``: block ``j`` of
+    the gradient sums ``delta x^T`` over the rows in block ``j``. ``delta``: ``(R, n, o)``."""
+    R, n, d = rows.values.shape
+    o = delta.shape[2]
+    index, width = _grouped(rows)
+    padded = _padded(rows, index, width)  # (R, N, c, d)
+    deltas = delta.new_zeros(R * rows.n_blocks * width, o).index_copy(0, index, delta.reshape(R * n, o))
+    per_block = deltas.view(R, rows.n_blocks, width, o).transpose(2, 3) @ padded  # (R, N, o, d)
+    return per_block.transpose(1, 2).reshape(R, o, rows.n_blocks * d)
+
+
+def block_outer_rows(delta: torch.Tensor, rows: BlockRows, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Per row, ``delta x^T`` in the dense layout, flattened: ``(R, n, o N d)``, zero outside the row's block.
+    ``delta``: ``(R, n, o)``. ``out``: a zero tensor of that shape to write into (e.g. a view of a larger one)."""
+    R, n, d = rows.values.shape
+    o = delta.shape[2]
+    outer = delta[:, :, :, None, None] * rows.values[:, :, None, None, :]  # (R, n, o, 1, d)
+    out = delta.new_zeros(R, n, o * rows.n_blocks * d) if out is None else out
+    index = rows.block[:, :, None, None, None].expand(-1, -1, o, 1, d)
+    out.view(R, n, o, rows.n_blocks, d).scatter_(3, index, outer)
+    return out

@@ -10,9 +10,10 @@ Parameters are a flat ``(R, p)`` tensor (the :class:`agents.models.RewardModel` 
 seeded ``s`` starts from the network of a single run seeded ``s + r``.
 
 * :class:`MLPModel` (``model="mlp"`` or ``model=MLP(...)``): a fully connected network written
-  as batched matrix products over the replica axis, with a hand-written backward pass for the
-  loss gradient and for the per-arm gradient features ``g(x) = df(x; theta)/dtheta`` that
-  NeuralUCB and NeuralTS need (both tested against autograd).
+  as batched matrix products over the replica axis; the loss gradient and the per-arm gradient
+  features ``g(x) = df(x; theta)/dtheta`` that NeuralUCB and NeuralTS need are autograd's. A
+  hand-written backward pass computes the same (tested) in :mod:`agents._kernels`, used unless
+  ``BANDIT_GYM_KERNELS=0``.
 * :class:`ModuleModel` (``model=my_module``): any ``nn.Module`` mapping ``(..., d) -> (...)``;
   R stacked parameter copies evaluated with ``torch.func.functional_call`` and ``vmap``,
   gradients by autograd.
@@ -29,7 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
-from agents.blocks import BlockRows, block_matmul, block_outer_rows, block_weight_gradient, split_blocks
+from agents import _kernels
+from agents.blocks import BlockRows, split_blocks
 from agents.models import MODELS, HistoryModel, RewardModel
 from agents.validation import check_choice, check_int
 from bandit_gym import rng
@@ -59,15 +61,6 @@ class MLP:
         """The same network as ``model="mlp"`` keywords (what an agent saves)."""
         kwargs = {"hidden": list(self.hidden), "activation": self.activation}
         return kwargs if self.block_arms is None else {**kwargs, "block_arms": self.block_arms}
-
-
-def outer_rows(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-    """Per row, each layer's ``(delta h^T, delta)`` flattened and concatenated, ``(R, n, p)``: the gradient of
-    the row's output, from each layer's ``d f / d z`` ``(R, n, out)`` and input ``h`` ``(R, n, in)``."""
-    pieces = []
-    for delta, h in pairs:
-        pieces += [(delta[:, :, :, None] * h[:, :, None, :]).flatten(2), delta]  # (R, n, o i), (R, n, o)
-    return torch.cat(pieces, dim=2)
 
 
 class _NeuralModel(HistoryModel):
@@ -126,9 +119,12 @@ class MLPModel(_NeuralModel):
             leaky ReLU [143, 193, 169, 140, 132, 230, 175, 115, 144, 143].
         block_arms: ``N`` for one-hot-block features (the real-data envs: arm ``j``'s features are the
             example in block ``j`` of ``N`` blocks of ``d / N``): the first layer then multiplies only
-            each row's block (:mod:`agents.blocks`; the same numbers, about ``N`` times fewer operations)
-            and the history keeps ``d / N`` values per row. None (default): the dense first layer.
+            each row's block (:mod:`agents.blocks`; the same numbers, about ``N`` times fewer operations;
+            the dense layer with ``BANDIT_GYM_KERNELS=0``) and the history keeps ``d / N`` values per row.
+            None (default): the dense first layer.
     """
+
+    leaky_slope = LEAKY_SLOPE
 
     def __init__(self, num_replicas: int, dim: int, lambda_reg: torch.Tensor, device: torch.device, *,
                  keys: torch.Tensor, hidden: Any = (20, 20, 20), activation: str = "leaky_relu",
@@ -180,12 +176,6 @@ class MLPModel(_NeuralModel):
     def _act(self, z: torch.Tensor) -> torch.Tensor:
         return F.relu(z) if self.activation == "relu" else F.leaky_relu(z, LEAKY_SLOPE)
 
-    def _act_backward(self, delta: torch.Tensor, z_sign: torch.Tensor) -> torch.Tensor:
-        """``delta * act'(z)``, where ``z_sign`` has the sign of ``z`` (the activation's output does)."""
-        if self.activation == "relu":
-            return delta * (z_sign > 0)
-        return torch.where(z_sign > 0, delta, LEAKY_SLOPE * delta)
-
     # -- block-aware first layer (agents/blocks.py): rows stored as their block's values and index ------------
     def history_fields(self) -> dict[str, tuple[int, ...]]:
         if self.block_arms is None:
@@ -209,10 +199,13 @@ class MLPModel(_NeuralModel):
         return rows, r.gather(1, batch), len(self.data) / batch.shape[1]
 
     def _as_rows(self, x: torch.Tensor | BlockRows) -> torch.Tensor | BlockRows:
-        """Inputs as the first layer takes them: dense ``(R, n, d)``, or :class:`BlockRows` with ``block_arms``."""
-        if self.block_arms is None or isinstance(x, BlockRows):
+        """Inputs as the first layer takes them: dense ``(R, n, d)``, or :class:`BlockRows` with ``block_arms``
+        and the kernels on (``BANDIT_GYM_KERNELS``)."""
+        if self.block_arms is None:
             return x
-        return split_blocks(x, self.block_arms)
+        if not _kernels.enabled():
+            return x.dense() if isinstance(x, BlockRows) else x
+        return x if isinstance(x, BlockRows) else split_blocks(x, self.block_arms)
 
     # -- forward and backward passes -----------------------------------------------------------------------
     def forward(self, params: torch.Tensor, x: torch.Tensor | BlockRows) -> tuple[torch.Tensor, list]:
@@ -223,7 +216,7 @@ class MLPModel(_NeuralModel):
         for index, (weight, bias) in enumerate(layers):
             inputs.append(h)
             if isinstance(h, BlockRows):
-                z = block_matmul(h, weight) + bias[:, None, :]  # (R, n, out): only each row's block of W
+                z = _kernels.block_matmul(h, weight) + bias[:, None, :]  # (R, n, out): only each row's block of W
             else:
                 z = torch.bmm(h, weight.transpose(1, 2)) + bias[:, None, :]  # (R, n, out)
             h = z if index == len(layers) - 1 else self._act(z)
@@ -236,75 +229,35 @@ class MLPModel(_NeuralModel):
         """The last hidden layer's output ``(R, n, hidden[-1])`` (Neural-LinUCB's features)."""
         return self.forward(params, x)[1][-1]
 
-    def _backward(self, params: torch.Tensor, inputs: list, output_grad: torch.Tensor) -> list[tuple]:
-        """Back-propagate ``dL/df`` ``(R, n)``: per layer ``dL/dz_l`` ``(R, n, out)`` and its input ``(R, n, in)``."""
-        delta = output_grad[:, :, None]  # (R, n, 1)
-        steps = []
-        for index, (weight, _) in reversed(list(enumerate(self.layers(params)))):
-            steps.append((delta, inputs[index]))
-            if index > 0:  # the layer's input act(z_{l-1}) has the sign of z_{l-1} (both activations)
-                delta = self._act_backward(torch.bmm(delta, weight), inputs[index])  # (R, n, in)
-        return steps[::-1]
-
+    # -- gradients: autograd (the definition), or agents/_kernels.py's hand-written backward pass -----------
     def gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
-        """``grad L_t`` by a hand-written backward pass (equal to autograd's: tested), ``(R, p)``."""
-        x, r, scale = self.rows(batch)
-        prediction, inputs = self.forward(params, x)
-        pieces = []
-        for delta, h_in in self._backward(params, inputs, 2.0 * scale * (prediction - r)):
-            if isinstance(h_in, BlockRows):
-                weight_grad = block_weight_gradient(delta, h_in)  # (R, o, i)
-            else:
-                weight_grad = torch.bmm(delta.transpose(1, 2), h_in)  # (R, o, i)
-            pieces += [weight_grad.flatten(1), delta.sum(dim=1)]  # dW (R, o i), db (R, o)
-        gradient = torch.cat(pieces, dim=1)  # (R, p)
-        return gradient.addcmul_(2.0 * self.lambda_reg[:, None], params)  # + 2 lambda theta, in place: one pass
+        if _kernels.enabled():
+            return _kernels.mlp_gradient(self, params, batch)
+        return super().gradient(params, batch)
 
     def gradient_squares(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
-        """``sum_i g(x_i)^2`` ``(R, p)`` without forming ``g`` (equal to the definition: tested). Layer ``l``'s
-        part of ``g(x_i)`` is ``delta_i h_i^T`` (weights) and ``delta_i`` (biases), so the sum over rows of its
-        square is ``(delta^2)^T h^2`` and ``sum_i delta_i^2``: one product of the loss gradient's size."""
-        x, _, scale = self.rows(batch)
-        prediction, inputs = self.forward(params, x)
-        pieces = []
-        for delta, h_in in self._backward(params, inputs, torch.ones_like(prediction)):
-            squares = delta**2  # (R, n, o)
-            if isinstance(h_in, BlockRows):
-                weight = block_weight_gradient(squares, BlockRows(h_in.values**2, h_in.block, h_in.n_blocks))
-            else:
-                weight = torch.bmm(squares.transpose(1, 2), h_in**2)  # (R, o, i)
-            pieces += [weight.flatten(1), squares.sum(dim=1)]
-        return scale * torch.cat(pieces, dim=1)  # (R, p)
+        if _kernels.enabled():
+            return _kernels.mlp_gradient_squares(self, params, batch)
+        return super().gradient_squares(params, batch)
 
     def arm_gradients(self, params: torch.Tensor, contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``f(x_k)`` ``(R, K)`` and ``g(x_k) = df(x_k; theta)/dtheta`` ``(R, K, p)`` for every arm, in one pass."""
-        prediction, inputs = self.forward(params, contexts)
-        steps = self._backward(params, inputs, torch.ones_like(prediction))
-        (delta, h_in), rest = steps[0], steps[1:]
-        if not isinstance(h_in, BlockRows):
-            return prediction, outer_rows(steps)
-        R, K = prediction.shape
-        g = prediction.new_zeros(R, K, self.n_params)  # (R, K, p)
-        first = self.layer_shapes[0][0] * self.dim
-        block_outer_rows(delta, h_in, out=g[:, :, :first])  # first layer: zero outside each arm's block
-        g[:, :, first:] = torch.cat([delta, outer_rows(rest)], dim=2) if rest else delta
-        return prediction, g
+        """``f(x_k)`` ``(R, K)`` and ``g(x_k) = df(x_k; theta)/dtheta`` ``(R, K, p)`` for every arm: per arm, the
+        gradient of the replicas' summed outputs (replica ``r``'s depends on its own ``theta_r`` only)."""
+        if _kernels.enabled():
+            return _kernels.mlp_arm_gradients(self, params, contexts)
+        contexts = self._as_rows(contexts)  # dense (the stored rows may be in block form)
+
+        def summed_output(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:  # x: (R, d), one arm each
+            return self.scores(theta, x[:, None, :]).sum()
+
+        g = vmap(grad(summed_output), in_dims=(None, 1), out_dims=1)(params, contexts)  # (R, K, p)
+        return self.scores(params, contexts), g
 
     def gradient_norms(self, params: torch.Tensor, contexts: torch.Tensor,
                        weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``f(x_k)`` and ``sum_j w_j g_j(x_k)^2`` ``(R, K)`` without forming ``g`` (equal to the definition
-        above: tested). Layer ``l``'s part of ``g`` is ``delta h^T`` (weights) and ``delta`` (biases), so its
-        share of the sum is ``delta^2 . (W_w h^2) + delta^2 . w_b``: one product of a forward pass's size."""
-        prediction, inputs = self.forward(params, contexts)
-        steps = self._backward(params, inputs, torch.ones_like(prediction))
-        total = torch.zeros_like(prediction)  # (R, K)
-        for (delta, h_in), (weight_w, bias_w) in zip(steps, self.layers(weights), strict=True):
-            if isinstance(h_in, BlockRows):
-                weighted = block_matmul(BlockRows(h_in.values**2, h_in.block, h_in.n_blocks), weight_w)  # (R, K, o)
-            else:
-                weighted = torch.bmm(h_in**2, weight_w.transpose(1, 2))  # (R, K, o)
-            total = total + (delta**2 * (weighted + bias_w[:, None, :])).sum(dim=-1)
-        return prediction, total
+        if _kernels.enabled():
+            return _kernels.mlp_gradient_norms(self, params, contexts, weights)
+        return super().gradient_norms(params, contexts, weights)
 
 
 class ModuleModel(_NeuralModel):

@@ -1,4 +1,5 @@
-"""The block-aware first layer (agents/blocks.py, ``model_kwargs={"block_arms": N}``) against the dense MLP, the
+"""The block-aware first layer (``model_kwargs={"block_arms": N}``: agents/blocks.py's rows, agents/_kernels.py's
+products, on unless ``BANDIT_GYM_KERNELS=0``) against the dense MLP, the
 definition: forward pass, hand-written loss gradient, per-arm gradient features and their weighted norms, and
 whole agents. Tolerances: the two sum the same products in another order (the dense one adds the zeros of the
 other blocks), so they agree to float32 rounding of O(1) values, 1e-5."""
