@@ -15,6 +15,13 @@ Kernels:
 * :func:`random_words` for :func:`bandit_gym.rng.random_words` (SplitMix64's words: what every draw of the
   package and of the agents starts from, so the agents' kernels take their words from it).
 
+and two torch-level devices of the synthetic envs (the same numbers, bit for bit, fewer calls):
+
+* :func:`draws_per_call` and :func:`per_counter`: a single env (or a few replicas) draws several counters of
+  its context stream per generator call (kernels off: one, read when the env is built);
+* :func:`block_draws_numpy`: a single env's reward draws as a cached numpy view of their block (kernels
+  off: the round's tensor, converted).
+
 All run on the calling thread (``unit_normal``'s torch calls too: chunks that torch keeps on it), so
 they neither wait for torch's intra-op threads when another process holds a core nor hang in a
 forked child. Their measured gains are in ``docs/envs.md``.
@@ -179,3 +186,35 @@ def _unit_rows(log_u1, cos, sin, dim, out):
             norm = math.sqrt(squares)
             for i in range(row * dim, (row + 1) * dim):
                 out[r, i] = np.float32(z[i] / norm)
+
+
+# -- the synthetic envs (bandit_gym.synthetic): fewer generator calls, the same numbers -------------------
+#: Features per replica that one call of the single env's (or a few replicas') generator draws: several blocks of
+#: the stream at once (8 at 50 x 20), so the per-call cost of the compiled draw and of the expected rewards is paid
+#: every 16 rounds, not every 2. The numbers do not depend on it: a block is a block of the stream however many are
+#: drawn together.
+CALL_FEATURES = 16384
+
+
+def draws_per_call(features: int) -> int:
+    """Counters of a stream drawn per generator call when one counter's block has ``features`` features per
+    replica-set: several for a single env or a few replicas with the kernels on, else 1 (the definition)."""
+    return max(1, CALL_FEATURES // features) if enabled() else 1
+
+
+def per_counter(function, x: torch.Tensor, rounds: int) -> torch.Tensor:
+    """``function`` applied to each counter's ``rounds`` rounds of ``x`` ``(R, B, ...)`` on its own: torch's
+    vectorised functions (``sigmoid``, a sum) may round the last elements of a tensor differently from the same
+    elements inside a longer one, so the numbers stay those of one counter per call."""
+    return torch.cat([function(part.contiguous()) for part in x.split(rounds, dim=1)], dim=1)
+
+
+def block_draws_numpy(draws: rng.BlockDraws, keys: torch.Tensor, t: int) -> np.ndarray:
+    """``draws(keys, t).numpy()`` (CPU keys) as a view of the block's numpy array, kept with the block: a
+    single env's round then makes no torch call."""
+    cache = draws._cache
+    if cache is None or cache[0] is not keys or cache[1] != t // draws.block or draws._cache_numpy is None \
+            or draws._cache_numpy[0] is not cache[2]:
+        draws(keys, t)
+        draws._cache_numpy = (draws._cache[2], draws._cache[2].numpy())
+    return draws._cache_numpy[1][:, t % draws.block]  # (R, *shape)

@@ -213,7 +213,7 @@ class BlockDraws:
         self.scale = scale
         self._draw = draws[kind]
         self._cache: tuple[torch.Tensor, int, torch.Tensor] | None = None  # (keys, block index, values)
-        self._cache_numpy: tuple | None = None  # (values, their numpy view)
+        self._cache_numpy: tuple | None = None  # (values, their numpy view): bandit_gym._kernels.block_draws_numpy
 
     def __call__(self, keys: torch.Tensor, t: int) -> torch.Tensor:
         index = t // self.block
@@ -223,15 +223,6 @@ class BlockDraws:
                 values = self.scale * values
             self._cache = (keys, index, values)
         return self._cache[2].select(1, t % self.block)  # (R, *shape)
-
-    def numpy(self, keys: torch.Tensor, t: int):
-        """:meth:`__call__`'s draws as a numpy view (CPU keys)."""
-        cache = self._cache
-        if cache is None or cache[0] is not keys or cache[1] != t // self.block or self._cache_numpy is None \
-                or self._cache_numpy[0] is not cache[2]:
-            self(keys, t)
-            self._cache_numpy = (self._cache[2], self._cache[2].numpy())
-        return self._cache_numpy[1][:, t % self.block]  # (R, *shape)
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_cache": None, "_cache_numpy": None}  # derived state: pickles stay small

@@ -25,11 +25,6 @@ PAPER_NOISE_STD = math.sqrt(0.5)
 #: torch runs its float64 cos and sin on that many elements on one thread (on more, on its intra-op
 #: threads), so a single env's torch path (BANDIT_GYM_KERNELS=0) never waits on the thread pool.
 _BLOCK_FEATURES = 2048
-#: Features per replica that one call of the single env's (or a few replicas') generator draws: several blocks of
-#: the stream at once (8 at 50 x 20), so the per-call cost of the compiled draw and of the expected rewards is paid
-#: every 16 rounds, not every 2. The numbers do not depend on it: a block is a block of the stream however many are
-#: drawn together.
-_CALL_FEATURES = 16384
 #: Peak bytes per drawn feature (float64 normals and their temporaries on the torch path).
 _BYTES_PER_FEATURE = 48
 
@@ -65,7 +60,7 @@ class SyntheticBanditSimulator(BanditSimulator):
         self.instance_seed = None if instance_seed is None else check_int("instance_seed", instance_seed, minimum=0)
         self.draw_rounds = max(1, _BLOCK_FEATURES // (self.n_arms * self.dim))  # rounds per counter of the stream
         features = self.num_replicas * self.draw_rounds * self.n_arms * self.dim  # per counter of the stream
-        self.draws_per_block = max(1, _CALL_FEATURES // features)  # counters drawn together (1 for many replicas)
+        self.draws_per_block = _kernels.draws_per_call(features)  # counters drawn together (1: kernels off)
         self.block_rounds = self.draw_rounds * self.draws_per_block
         check_memory(features * self.draws_per_block * _BYTES_PER_FEATURE,
                      f"{self.num_replicas} replica(s) of {self.n_arms} arms x dim {dim}")
@@ -96,15 +91,16 @@ class SyntheticBanditSimulator(BanditSimulator):
 
     def _round_noise(self, like: torch.Tensor | np.ndarray, t: int) -> torch.Tensor | np.ndarray:
         """Round ``t``'s reward draws ``(R,)``, of the kind of ``like`` (a tensor or a numpy array)."""
-        return self._noise.numpy(self.keys, t) if isinstance(like, np.ndarray) else self._noise(self.keys, t)
+        if not isinstance(like, np.ndarray):
+            return self._noise(self.keys, t)
+        if _kernels.enabled():
+            return _kernels.block_draws_numpy(self._noise, self.keys, t)  # the same values, a cached numpy view
+        return self._noise(self.keys, t).numpy()
 
     def _per_draw(self, function, x: torch.Tensor) -> torch.Tensor:
-        """``function`` applied to each counter's rounds of ``x`` ``(R, B, ...)`` on its own: torch's vectorised
-        functions (``sigmoid``, a sum) may round the last elements of a tensor differently from the same
-        elements inside a longer one, so the numbers stay those of one counter per call."""
-        if self.draws_per_block == 1:
-            return function(x)
-        return torch.cat([function(part.contiguous()) for part in x.split(self.draw_rounds, dim=1)], dim=1)
+        """``function(x)`` for ``x`` ``(R, B, ...)``; per counter of the stream where a call drew several
+        (:func:`bandit_gym._kernels.per_counter`)."""
+        return function(x) if self.draws_per_block == 1 else _kernels.per_counter(function, x, self.draw_rounds)
 
 
 class LinearBanditSimulator(SyntheticBanditSimulator):

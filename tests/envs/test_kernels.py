@@ -88,3 +88,45 @@ def test_random_words_kernel_gives_the_torch_definitions_integers(monkeypatch):
     monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
     want = rng.random_words(keys, Stream.SAMPLE, 7, 33)
     assert got.dtype == want.dtype == torch.int64 and torch.equal(got, want)
+
+
+def test_block_draws_numpy_view_is_the_tensor_draws_bit_for_bit():
+    # The single env's rounds read the reward draws as a cached numpy view of their block (a kernel); with the
+    # kernels off they convert the round's tensor. Both must be the tensor draws (scaled in float32), exactly,
+    # also when the rounds come back to an earlier block (t = 3 after 21).
+    keys = rng.seed_to_key(range(3))
+    for scale in (None, 0.7):
+        draws = rng.BlockDraws("normal", Stream.REWARD, (), block=8, scale=scale)
+        reference = rng.BlockDraws("normal", Stream.REWARD, (), block=8, scale=scale)
+        for t in (0, 1, 7, 8, 21, 3):
+            assert np.array_equal(_kernels.block_draws_numpy(draws, keys, t), reference(keys, t).numpy())
+
+
+@pytest.mark.parametrize("env_id", ["LinearBandit-v0", "LogisticBandit-v0", "QuadraticBandit-v0"])
+def test_several_counters_per_call_give_the_same_draws_bit_for_bit(monkeypatch, env_id):
+    # With the kernels on a single env draws several counters of its context stream per call (draws_per_block,
+    # chosen when the env is built); off, one. Run both envs with the kernels off (torch's draws and sums):
+    # arms, expected rewards, best arms and rewards are the same bits, and so are the reward draws (numpy
+    # views with the kernels on, the round's tensor off).
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
+    several = gym.make(env_id, n_arms=6, dim=4, horizon=300)
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+    one = gym.make(env_id, n_arms=6, dim=4, horizon=300)
+    assert several.unwrapped.sim.draws_per_block > 1 and one.unwrapped.sim.draws_per_block == 1
+    runs = []
+    for env in (several, one):
+        obs, info = env.reset(seed=4)
+        out = [(obs, info["optimal_action"], 0.0)]
+        for t in range(300):
+            obs, reward, _, _, info = env.step(t % 6)
+            out.append((obs, info["optimal_action"], reward))
+        runs.append(out)
+    for (obs_a, best_a, reward_a), (obs_b, best_b, reward_b) in zip(*runs, strict=True):
+        assert np.array_equal(obs_a, obs_b) and best_a == best_b and reward_a == reward_b
+    noise = [env.unwrapped.sim for env in (several, one)]
+    zeros = np.zeros(1, np.float32)
+    for t in (0, 5, 255, 256, 299):
+        monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
+        on = noise[0]._round_noise(zeros, t)
+        monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+        assert isinstance(on, np.ndarray) and np.array_equal(on, noise[1]._round_noise(zeros, t))
