@@ -28,23 +28,21 @@ LIBRARY = ("bandit_gym", "agents", "experiments")
 
 #: (file, qualified name or None for the whole file, switched off by BANDIT_GYM_KERNELS=0, why it is speed-only).
 SPEED_ONLY: list[tuple[str, str | None, bool, str]] = [
-    ("agents/_kernels.py", None, True, "numba loops of torch functions"),
-    ("bandit_gym/_kernels.py", None, True, "numba loops of torch functions"),
-    ("agents/blocks.py", None, False, "block-aware first layer: the dense product is the definition"),
-    ("agents/mlp.py", "outer_rows", False, "hand-written per-arm gradients (autograd is the definition)"),
-    ("agents/mlp.py", "MLPModel._act_backward", False, "hand-written backward"),
-    ("agents/mlp.py", "MLPModel._backward", False, "hand-written backward"),
-    ("agents/mlp.py", "MLPModel.gradient", False, "hand-written backward (overrides _NeuralModel.gradient, autograd)"),
-    ("agents/mlp.py", "MLPModel.gradient_squares", False, "without forming g (overrides the definition)"),
-    ("agents/mlp.py", "MLPModel.arm_gradients", False, "hand-written per-arm gradients (autograd is the definition)"),
-    ("agents/mlp.py", "MLPModel.gradient_norms", False, "without forming g (overrides the definition)"),
-    ("agents/mlp.py", "MLPModel.history_fields", False, "block-aware layer: rows stored in block form"),
-    ("agents/mlp.py", "MLPModel.add", False, "block-aware layer: rows stored in block form"),
-    ("agents/mlp.py", "MLPModel.rows", False, "block-aware layer: rows stored in block form"),
-    ("agents/mlp.py", "MLPModel._as_rows", False, "block-aware layer"),
-    ("bandit_gym/rng.py", "BlockDraws.numpy", False, "a numpy view of the cached block (skips tensor indexing)"),
-    ("bandit_gym/synthetic.py", "SyntheticBanditSimulator._per_draw", False,
-     "keeps the numbers of one counter per call when several are drawn together (_CALL_FEATURES)"),
+    ("agents/_kernels.py", None, True, "numba loops of torch functions; MLPModel's hand-written backward pass "
+     "(autograd is the definition); the block-aware first layer's products (the dense product is)"),
+    ("bandit_gym/_kernels.py", None, True, "numba loops of torch functions; several counters of a stream per "
+     "generator call (one is the definition); a cached numpy view of the reward draws"),
+    ("agents/blocks.py", None, False, "block_arms rows' storage form (d / N values a row, the user's setting); "
+     "with the switch off the rows are written out and the dense layer runs"),
+    ("agents/mlp.py", "MLPModel.history_fields", False, "block_arms rows stored in block form (as above)"),
+    ("agents/mlp.py", "MLPModel.add", False, "block_arms rows stored in block form (as above)"),
+    ("agents/mlp.py", "MLPModel.rows", False, "block_arms rows stored in block form (as above)"),
+    ("agents/mlp.py", "MLPModel._as_rows", True, "block form for the kernels' first layer, dense rows when off"),
+    ("agents/mlp.py", "MLPModel.gradient", True, "dispatch to the hand-written backward (else autograd)"),
+    ("agents/mlp.py", "MLPModel.gradient_squares", True, "dispatch to the hand-written backward (else autograd)"),
+    ("agents/mlp.py", "MLPModel.gradient_norms", True, "dispatch to the hand-written backward (else autograd)"),
+    ("bandit_gym/synthetic.py", "SyntheticBanditSimulator._per_draw", True,
+     "per-counter sums where a call drew several counters (one with the switch off, read when the env is built)"),
 ]
 
 #: A kernel call outside a ``_kernels.py``: the switch's call sites.
@@ -122,7 +120,8 @@ def measure(root: Path = ROOT, docstrings: bool = True) -> dict:
         if path.endswith("_kernels.py"):
             continue
         text = source.splitlines()
-        sites = {row for row in code_lines(source, docstrings) if _CALL_SITE.search(text[row - 1])} - counted.get(path, set())
+        sites = {row for row in code_lines(source, docstrings) if _CALL_SITE.search(text[row - 1])}
+        sites -= counted.get(path, set())
         call_sites += len(sites)
     total = sum(speed.values()) + call_sites
     return {"library": library, "speed_only": speed, "call_sites": call_sites, "speed_total": total,
