@@ -1,9 +1,16 @@
-"""Compiled CPU kernels (numba): plain loop versions of torch functions of the agents.
+"""The agents' speed devices: compiled CPU kernels (numba) and torch-level shortcuts.
 
 Torch defines every computation; a kernel here is an accelerator of ONE torch function, named
-in its docstring, kept only because it makes the benchmark run it serves at least 1.5x faster
-(the measured gains are in ``docs/agents.md``). Each is tested against its torch function with
-``torch.testing.assert_close`` (``tests/agents/test_kernels.py``).
+in its docstring (the measured gains are in ``docs/agents.md``). Each is tested against its torch
+function with ``torch.testing.assert_close``:
+
+* numba loops of ``rng.normal``, ``langevin_steps`` (linear model), ``linear_scores``, ``add_observation``
+  (``tests/agents/test_kernels.py``);
+* :class:`agents.mlp.MLPModel`'s hand-written backward pass (``mlp_gradient``, ``mlp_gradient_squares``,
+  ``mlp_arm_gradients``, ``mlp_gradient_norms``: autograd is the definition) and the block-aware first
+  layer's products for ``block_arms`` rows (``block_matmul``, ...: the dense layer is)
+  (``tests/agents/test_mlp_backward_kernel.py``, ``tests/agents/test_block_first_layer.py``). These are
+  torch code and run on any device; they check only the variable (``enabled()`` with no tensors).
 
 ``BANDIT_GYM_KERNELS=0`` in the environment switches every kernel off (the agents then run
 their torch code); the envs' kernels (``bandit_gym/_kernels.py``) obey the same variable.
