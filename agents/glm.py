@@ -29,12 +29,12 @@ import math
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from agents.base import BanditAgent, chosen_rows
 from agents.history import History
 from agents.linear import potter, sherman_morrison, ucb_scores
-from agents.models import linear_scores, matvec
+from agents.models import linear_scores, logistic_gradient, logistic_loss, matvec  # noqa: F401 (agents.glm.logistic_loss: docs/agents.md)
+from agents.uniform import uniform_arms
 from agents.validation import check_float
 from bandit_gym.rng import Stream
 
@@ -52,20 +52,6 @@ def refit_due(n_rows: int, growth: float) -> bool:
     while point < n_rows:
         point += math.ceil(growth * point)
     return point == n_rows
-
-
-def logistic_loss(features: torch.Tensor, rewards: torch.Tensor, theta: torch.Tensor,
-                  lambda_reg: torch.Tensor) -> torch.Tensor:
-    """``L(theta)`` per replica: ``(R, n, d), (R, n), (R, d), (R,) -> (R,)`` (softplus: no overflow)."""
-    z = (features @ theta[:, :, None])[:, :, 0]  # (R, n)
-    return (F.softplus(z) - rewards * z).sum(dim=1) + lambda_reg * (theta * theta).sum(dim=-1)
-
-
-def logistic_gradient(features: torch.Tensor, rewards: torch.Tensor, theta: torch.Tensor,
-                      lambda_reg: torch.Tensor) -> torch.Tensor:
-    """``grad L(theta) = sum_i (mu(x_i^T theta) - r_i) x_i + 2 lambda theta``, ``(R, d)``."""
-    residual = torch.sigmoid((features @ theta[:, :, None])[:, :, 0]) - rewards  # (R, n)
-    return (residual[:, None, :] @ features)[:, 0] + 2.0 * lambda_reg[:, None] * theta
 
 
 class _LogisticAgent(BanditAgent):
@@ -94,8 +80,7 @@ class _LogisticAgent(BanditAgent):
         self.bound_inverse = eye / (2.0 * self.lambda_reg[:, None, None])  # B^-1 (R, d, d)
 
     def _random_arms(self) -> torch.Tensor:
-        u = self._draws("uniform", Stream.EXPLORE, ()).to(self.device).double()  # (R,) multiples of 2**-24 below 1
-        return (u * self.n_arms).long()  # exact in float64: floor(u K) <= K - 1
+        return uniform_arms(self._draws("uniform", Stream.EXPLORE, ()).to(self.device), self.n_arms)  # (R,)
 
     def _explore_or(self, actions: torch.Tensor) -> torch.Tensor:
         """Uniformly random arms for the replicas still in their first ``tau`` rounds, else ``actions``."""

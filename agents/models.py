@@ -197,6 +197,23 @@ class HistoryModel(RewardModel):
         self.data.load_state_dict(state)
 
 
+def logistic_loss(features: torch.Tensor, rewards: torch.Tensor, theta: torch.Tensor, lambda_reg: torch.Tensor,
+                  scale: float = 1.0) -> torch.Tensor:
+    """The penalised logistic negative log-likelihood per replica, ``(R, n, d), (R, n), (R, d), (R,) -> (R,)``:
+    ``scale * sum_i (softplus(x_i . theta) - r_i x_i . theta) + lambda ||theta||^2`` (softplus: no overflow;
+    ``scale = n / B`` makes a mini-batch's sum estimate the full one). The GLM agents and :class:`LogisticModel`
+    share it."""
+    z = (features @ theta[:, :, None])[:, :, 0]  # (R, n)
+    return scale * (F.softplus(z) - rewards * z).sum(dim=1) + lambda_reg * (theta * theta).sum(dim=-1)
+
+
+def logistic_gradient(features: torch.Tensor, rewards: torch.Tensor, theta: torch.Tensor, lambda_reg: torch.Tensor,
+                      scale: float = 1.0) -> torch.Tensor:
+    """``grad`` of :func:`logistic_loss`: ``scale * sum_i (mu(x_i . theta) - r_i) x_i + 2 lambda theta``, ``(R, d)``."""
+    residual = torch.sigmoid((features @ theta[:, :, None])[:, :, 0]) - rewards  # (R, n)
+    return scale * (residual[:, None, :] @ features)[:, 0] + 2.0 * lambda_reg[:, None] * theta
+
+
 class LogisticModel(HistoryModel):
     """Logistic rewards ``sigmoid(x . theta)`` (a GLM); penalised negative log-likelihood.
 
@@ -213,13 +230,11 @@ class LogisticModel(HistoryModel):
 
     def loss(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
         x, r, scale = self.rows(batch)
-        z = (x @ params[:, :, None])[:, :, 0]  # (R, n)
-        return scale * (F.softplus(z) - r * z).sum(dim=1) + self.lambda_reg * (params**2).sum(dim=1)
+        return logistic_loss(x, r, params, self.lambda_reg, scale)
 
     def gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
         x, r, scale = self.rows(batch)
-        residual = torch.sigmoid((x @ params[:, :, None])[:, :, 0]) - r  # (R, n)
-        return scale * (residual[:, None, :] @ x)[:, 0] + 2.0 * self.lambda_reg[:, None] * params  # (R, d)
+        return logistic_gradient(x, r, params, self.lambda_reg, scale)  # (R, d)
 
 
 #: The models ``LMCTS(model=...)`` accepts by name; the neural model joins here.

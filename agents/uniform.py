@@ -8,12 +8,20 @@ from agents.base import BanditAgent
 from bandit_gym.rng import Stream
 
 
+def uniform_arms(u: torch.Tensor, n_arms: int) -> torch.Tensor:
+    """Arms ``floor(u K)``, uniform over ``0..K-1``, from uniforms ``u`` in ``[0, 1)`` (any shape, int64).
+
+    The agents' uniforms are multiples of ``2**-24`` below 1, so ``u K`` is exact in float64 and
+    ``floor(u K) <= K - 1``: never clipped. Every agent that plays a uniformly random arm draws it here.
+    """
+    return (u.double() * n_arms).long()
+
+
 class UniformRandom(BanditAgent):
     """Plays an arm drawn uniformly at random every round; learns nothing."""
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        u = self._draws("uniform", Stream.EXPLORE, ()).to(self.device).double()  # (R,), multiples of 2**-24 below 1
-        return (u * self.n_arms).long()  # exact in float64, so floor(u K) <= K - 1: never clipped
+        return uniform_arms(self._draws("uniform", Stream.EXPLORE, ()).to(self.device), self.n_arms)  # (R,)
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         pass

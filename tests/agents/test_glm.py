@@ -14,7 +14,7 @@ from replicas import feed, logistic_rounds, make_vec
 from sklearn.linear_model import LogisticRegression
 
 from agents import GLMTSL, SGDTS, UCBGLM
-from agents.glm import logistic_gradient, logistic_loss
+from agents.models import logistic_gradient, logistic_loss
 
 SMALL = {"n_arms": 8, "dim": 5, "horizon": 300}
 
@@ -164,3 +164,54 @@ def test_cuda_agrees_with_cpu(cls):
         for device, agent in agents.items():
             agent.update(x.to(device), a.to(device), r.to(device))
     torch.testing.assert_close(agents["cuda"].theta_hat.cpu(), agents["cpu"].theta_hat, rtol=1e-3, atol=1e-4)
+
+
+def test_glm_agents_and_lmcts_logistic_model_minimise_one_loss():
+    """UCB-GLM's MLE and LMC-TS's ``LogisticModel`` use the one logistic loss: at the MLE run to convergence
+    (200 bound-optimisation steps; the test above shows 100 agree with scikit-learn to 1e-5) the model's
+    gradient on the same rows vanishes to float32 rounding of a sum of 200 rows (1e-3, against an initial
+    gradient of order 10), the model's loss equals ``logistic_loss`` exactly, and a mini-batch of all the rows
+    in order gives the full-batch gradient (``scale = n / B = 1``)."""
+    from agents.models import LogisticModel
+
+    R, K, d, T = 2, 5, 4, 200
+    contexts, actions, played, rewards = logistic_rounds(T, R, K, d, seed=6)
+    lam = torch.tensor([0.5, 1.0])
+    agent = UCBGLM(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=lam.tolist())
+    feed(agent, contexts, actions, rewards)
+    theta_hat = agent.fit_mle(200)
+    model = LogisticModel(R, d, lam, torch.device("cpu"))
+    for x, r in zip(played, rewards, strict=True):
+        model.add(x, r)
+    assert model.gradient(torch.zeros(R, d)).norm(dim=1).min() > 1.0
+    torch.testing.assert_close(model.gradient(theta_hat), torch.zeros(R, d), rtol=0, atol=1e-3)
+    x, r = played.transpose(0, 1), rewards.T  # (R, n, d), (R, n)
+    assert torch.equal(model.loss(theta_hat), logistic_loss(x, r, theta_hat, lam))
+    every_row = torch.arange(T).expand(R, T)
+    assert torch.equal(model.gradient(theta_hat, every_row), model.gradient(theta_hat))
+
+
+def test_glm_random_rounds_play_uniform_randoms_arms():
+    """The GLM agents' first ``tau`` rounds draw their arms as UniformRandom does (one ``uniform_arms`` from the
+    same stream): the same seed plays the same arms. ``uniform_arms`` is ``floor(u K)`` exactly on the uniforms'
+    ``2^-24`` grid (a float32 product is not: it rounds some ``u K`` just below an integer up to it)."""
+    from agents import UniformRandom
+    from agents.uniform import uniform_arms
+
+    R, K, d, tau = 3, 6, 4, 25
+    contexts, actions, _, rewards = logistic_rounds(tau, R, K, d, seed=8)
+    glm = UCBGLM(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=11, n_explore_rounds=tau)
+    uniform = UniformRandom(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=11)
+    played = []
+    for x, r in zip(contexts, rewards, strict=True):
+        a = glm.predict(x)[0]
+        assert torch.equal(a, uniform.predict(x)[0])
+        played.append(a)
+        glm.update(x, a, r)
+        uniform.update(x, a, r)
+    assert len(set(torch.cat(played).tolist())) == K
+    i = torch.arange(0, 2**24, 3)  # every third uniform of the 2^-24 grid: u = i / 2^24
+    u, K = (i.double() / 2**24).float(), 1000
+    exact = (i * K) // 2**24  # floor(u K) in integers
+    assert torch.equal(uniform_arms(u, K), exact)
+    assert not torch.equal((u * K).long(), exact)  # a float32 product rounds some of them up to the next arm
