@@ -32,6 +32,7 @@ import torch
 
 from agents.base import BanditAgent, chosen_rows, env_horizon
 from agents.models import linear_scores, matvec
+from agents.uniform import uniform_arms
 from bandit_gym.rng import Stream
 
 
@@ -258,7 +259,23 @@ class LinUCB(_RidgeAgent):
         return self._argmax(ucb_scores(z, self.theta_hat, self.gram_inverse, self.bonus_scale()))  # (R,)
 
 
-class EpsGreedy(_RidgeAgent):
+class EpsilonGreedyRule:
+    """The epsilon-greedy rule of :class:`EpsGreedy` and :class:`agents.neural.NeuralEpsGreedy` (a mixin for a
+    :class:`agents.base.BanditAgent` with ``exploration_scale`` ``c`` per replica): round ``t`` plays an arm
+    drawn uniformly at random with probability ``epsilon_t = min(1, c / sqrt(t))``, else the greedy arm.
+    Coin and arm are this round's two uniforms of stream ``EXPLORE``."""
+
+    def exploration_rate(self, t: int | None = None) -> torch.Tensor:
+        """``epsilon_t = min(1, c / sqrt(t))`` per replica for round ``t`` (default: the current round), ``(R,)``."""
+        return (self.exploration_scale / math.sqrt(self.t if t is None else t)).clamp(max=1.0)
+
+    def _epsilon_greedy(self, greedy: torch.Tensor) -> torch.Tensor:
+        """A uniformly random arm with probability ``epsilon_t``, else ``greedy`` ``(R,)``, per replica."""
+        u = self._draws("uniform", Stream.EXPLORE, (2,)).to(self.device)  # (R, 2): coin, arm
+        return torch.where(u[:, 0] < self.exploration_rate(), uniform_arms(u[:, 1], self.n_arms), greedy)
+
+
+class EpsGreedy(EpsilonGreedyRule, _RidgeAgent):
     """Epsilon-greedy on the ridge estimate: explore with probability ``min(1, c / sqrt(t))``.
 
     Round ``t`` plays an arm drawn uniformly at random with probability ``epsilon_t = min(1, c / sqrt(t))``
@@ -283,15 +300,8 @@ class EpsGreedy(_RidgeAgent):
         super().__init__(env, exploration_scale=exploration_scale, lambda_reg=lambda_reg, intercept=intercept,
                          scale_features=scale_features, **kwargs)
 
-    def exploration_rate(self, t: int | None = None) -> torch.Tensor:
-        """``epsilon_t = min(1, c / sqrt(t))`` per replica for round ``t`` (default: the current round), ``(R,)``."""
-        return (self.exploration_scale / math.sqrt(self.t if t is None else t)).clamp(max=1.0)
-
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        greedy = self._argmax(linear_scores(self.features(contexts), self.theta_hat))  # (R,)
-        u = self._draws("uniform", Stream.EXPLORE, (2,)).to(self.device)  # (R, 2): coin, arm
-        random_arm = (u[:, 1].double() * self.n_arms).long()  # (R,) u < 1 exactly, so < n_arms
-        return torch.where(u[:, 0] < self.exploration_rate(), random_arm, greedy)
+        return self._epsilon_greedy(self._argmax(linear_scores(self.features(contexts), self.theta_hat)))  # (R,)
 
 
 class LinTS(_RidgeStatistics, BanditAgent):

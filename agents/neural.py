@@ -13,13 +13,12 @@ One round, in the order it runs: ``_select`` (scores, then ``_argmax``: ties at 
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 
 from agents.base import BanditAgent, chosen_rows
-from agents.linear import sherman_morrison
+from agents.linear import EpsilonGreedyRule, sherman_morrison
 from agents.mlp import NEURAL_LAMBDA_REG, MLPModel, build_model
 from agents.models import RewardModel, agent_state, load_agent_state
 from agents.validation import check_int
@@ -233,7 +232,7 @@ class NeuralLinUCB(_NeuralAgent):
         self.feature_gram_inverse = state["feature_gram_inverse"]
 
 
-class NeuralEpsGreedy(_NeuralAgent):
+class NeuralEpsGreedy(EpsilonGreedyRule, _NeuralAgent):
     """Neural epsilon-greedy: a uniform random arm with probability ``min(1, c / sqrt(t))``,
     else ``argmax f(x; theta)``.
 
@@ -246,12 +245,5 @@ class NeuralEpsGreedy(_NeuralAgent):
 
     default_exploration_scale = 1.0
 
-    def exploration_rate(self, t: int | None = None) -> torch.Tensor:
-        """``epsilon_t = min(1, c / sqrt(t))`` per replica, ``(R,)``."""
-        return (self.exploration_scale / math.sqrt(self.t if t is None else t)).clamp(max=1.0)
-
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        greedy = self._argmax(self.model.scores(self.theta, contexts))  # (R,)
-        u = self._draws("uniform", Stream.EXPLORE, (2,)).to(self.device)  # (R, 2): coin, arm
-        random_arm = (u[:, 1].double() * self.n_arms).long()  # (R,)
-        return torch.where(u[:, 0] < self.exploration_rate(), random_arm, greedy)
+        return self._epsilon_greedy(self._argmax(self.model.scores(self.theta, contexts)))  # (R,)

@@ -154,3 +154,25 @@ def test_neural_defaults_are_the_tuned_values():
         agent = cls(n_arms=5, dim=3, seed=0, device="cpu")
         assert (agent.step_size.item(), agent.exploration_scale.item(), agent.batch_size) == pytest.approx(
             (step_size, exploration_scale, 32))
+
+
+def test_neural_and_linear_epsilon_greedy_share_one_rule():
+    """NeuralEpsGreedy and EpsGreedy differ only in the reward model: with the same ``c`` their rates agree at
+    every round, and with ``c = 100`` (``epsilon_t = 1`` up to round 10,000) the same seed makes them play the
+    same random arms every round, whatever their greedy arms."""
+    from agents.linear import EpsGreedy
+
+    linear = EpsGreedy(None, n_arms=5, dim=3, num_replicas=2, seed=4, device="cpu", exploration_scale=[0.5, 4.0])
+    neural = make(NeuralEpsGreedy, 2, seed=4, exploration_scale=[0.5, 4.0])
+    for t in (1, 2, 9, 50, 1000):
+        assert torch.equal(linear.exploration_rate(t), neural.exploration_rate(t))
+    linear = EpsGreedy(None, n_arms=5, dim=3, num_replicas=2, seed=4, device="cpu", exploration_scale=100.0)
+    neural = make(NeuralEpsGreedy, 2, seed=4, exploration_scale=100.0)
+    played = []
+    for obs, rewards in rounds(2, n=30):
+        a, b = linear.predict(obs)[0], neural.predict(obs)[0]
+        assert torch.equal(a, b)
+        played.append(a)
+        for agent in (linear, neural):
+            agent.update(obs, a, rewards.gather(1, a[:, None])[:, 0])
+    assert len(set(torch.cat(played).tolist())) == 5  # 60 draws reach every arm
