@@ -1,4 +1,5 @@
-"""The Langevin Monte Carlo step as a ``torch.optim.Optimizer``, usable on any ``nn.Module``.
+"""The Langevin Monte Carlo step, :func:`langevin_update`, and a ``torch.optim.Optimizer`` that applies it to any
+``nn.Module`` (:func:`agents.lmcts.langevin_steps` applies the same function to LMC-TS's replicas).
 
 One :meth:`LangevinOptimizer.step` moves every parameter ``theta`` by
 
