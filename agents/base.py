@@ -113,12 +113,15 @@ class BanditAgent(ABC):
             ``dim`` (and ``num_replicas``) are given. :meth:`learn` plays it unless given another.
         seed: Seed of replica 0 (replica ``r`` uses ``seed + r``), or one seed per replica.
             None draws one at random.
-        device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``.
+        device: ``"cpu"`` (the default, as for the envs and the command line), ``"cuda"``, ``"cuda:N"``
+            or ``"auto"`` (CUDA when available). The default is the CPU everywhere: a round of a few
+            replicas is faster there, and the same seed gives the same numbers whether or not the machine
+            has a GPU (docs/agents.md, "Devices").
         n_arms, dim, num_replicas: Sizes, when no env is given.
     """
 
     def __init__(self, env: gym.Env | gym.vector.VectorEnv | None = None, *, seed: int | list[int] | None = None,
-                 device: str | torch.device = "auto", n_arms: int | None = None, dim: int | None = None,
+                 device: str | torch.device = "cpu", n_arms: int | None = None, dim: int | None = None,
                  num_replicas: int | None = None) -> None:
         if isinstance(env, str):
             env = make_env(env, num_replicas)
@@ -332,7 +335,7 @@ class BanditAgent(ABC):
 
     @classmethod
     def load(cls, path: str | os.PathLike, env: gym.Env | gym.vector.VectorEnv | None = None,
-             device: str | torch.device = "auto", custom_objects: dict[str, Any] | None = None, *,
+             device: str | torch.device = "cpu", custom_objects: dict[str, Any] | None = None, *,
              model: Any = None) -> BanditAgent:
         """Rebuild an agent saved with :meth:`save`; ``env`` (optional) becomes its :meth:`get_env`.
 

@@ -168,7 +168,7 @@ class LMCTS(BanditAgent):
                  step_size: Any = None, inverse_temperature: Any = None, n_inner_steps: int | None = None,
                  lambda_reg: Any = None, step_schedule: str | None = None, batch_size: int | str | None = "auto",
                  preconditioner: str | None = None, model_kwargs: dict | None = None, train_every: int = 1,
-                 seed: int | list[int] | None = None, device: str | torch.device = "auto",
+                 seed: int | list[int] | None = None, device: str | torch.device = "cpu",
                  n_arms: int | None = None, dim: int | None = None, num_replicas: int | None = None) -> None:
         super().__init__(env, seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
         neural = is_neural(model)

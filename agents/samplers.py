@@ -482,7 +482,7 @@ class EnsembleSampling(BanditAgent):
     def __init__(self, env: Any = None, *, model: Any = "linear", n_members: int = 10, inverse_temperature: Any = None,
                  lambda_reg: Any = None, step_size: Any = None, step_schedule: str | None = None,
                  n_inner_steps: int | None = None, model_kwargs: dict | None = None,
-                 seed: int | list[int] | None = None, device: str | torch.device = "auto",
+                 seed: int | list[int] | None = None, device: str | torch.device = "cpu",
                  n_arms: int | None = None, dim: int | None = None, num_replicas: int | None = None) -> None:
         super().__init__(env, seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
         neural = is_neural(model)
