@@ -15,7 +15,8 @@ the arms are one-hot blocks), round ``t`` plays ``argmax_z z^T theta_hat + nu_t 
 ``V``, ``W`` and ``b`` are kept in float64 (the window adds its new row and subtracts the leaving one;
 in float64 the sums stay exact to about 1e-12 over 10^4 rounds) and ``V`` is factorised (Cholesky) once
 per round, in ``_observe``: the per-round diagonal term and the window's removals leave no rank-one
-update as simple as LinUCB's, and ``p`` is small. ``discount`` and ``window`` may differ per replica (a grid as one batch).
+update as simple as LinUCB's, and ``p`` is small. ``discount`` and ``window`` may differ per replica
+(a grid as one batch).
 
 The bonus ``nu_t = c sqrt(log t)`` is LinUCB's (same units, same default ``c = 0.5``), not the paper's
 ``beta_t`` (which needs a bound on ``|theta*|`` and the noise): the comparison with LinUCB then changes

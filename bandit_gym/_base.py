@@ -42,7 +42,8 @@ class BanditSimulator(ABC):
 
     Rounds are computed a block of ``block_rounds`` rounds at a time (one generator call and a
     few tensor operations per block instead of per round; the numbers never depend on the
-    block size, which may depend on ``R``). Subclasses draw what stays fixed for an episode in :meth:`_new_episode` and define
+    block size, which may depend on ``R``). Subclasses draw what stays fixed for an episode in
+    :meth:`_new_episode` and define
     :meth:`_contexts`, :meth:`_mean_rewards` and :meth:`_sample_rewards`. A pickled simulator
     holds its configuration, keys and round; the attributes named in :attr:`derived` are
     recomputed from them when it is loaded.

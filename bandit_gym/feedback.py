@@ -291,7 +291,8 @@ class _World:
         return theta0 if j == 0 else rng.unit_normal(self._instance_keys(), Stream.DRIFT, j, (theta0.shape[1],))
 
     def permutation_at(self, t: int) -> torch.Tensor:
-        """Arm ``perm[c]`` pays what class ``c`` paid (dataset envs), ``(R, K)``; the identity before the first change."""
+        """Arm ``perm[c]`` pays what class ``c`` paid (dataset envs), ``(R, K)``; the identity before the first
+        change."""
         j = self.segment(t)
         R, K = self.sim.num_replicas, self.sim.n_arms
         if j == 0:

@@ -36,8 +36,25 @@ import numpy as np
 import torch
 
 import bandit_gym  # noqa: F401  (registers the envs)
-from agents import (FGLMCTS, GLMTSL, HMCTS, LMCTS, MALATS, SGDTS, UCBGLM, ULMCTS, EnsembleSampling, EpsGreedy, LinTS,
-                    LinUCB, NeuralEpsGreedy, NeuralLinUCB, NeuralTS, NeuralUCB, UniformRandom)
+from agents import (
+    FGLMCTS,
+    GLMTSL,
+    HMCTS,
+    LMCTS,
+    MALATS,
+    SGDTS,
+    UCBGLM,
+    ULMCTS,
+    EnsembleSampling,
+    EpsGreedy,
+    LinTS,
+    LinUCB,
+    NeuralEpsGreedy,
+    NeuralLinUCB,
+    NeuralTS,
+    NeuralUCB,
+    UniformRandom,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import GrowingTable, cpu_model  # noqa: E402
@@ -66,7 +83,8 @@ def cache_dir(given: str | None) -> Path:
     if "OPENML_CACHE_DIR" in os.environ:
         return Path(os.environ["OPENML_CACHE_DIR"])
     if not SHARED_CACHE.is_dir():
-        raise SystemExit(f"no OpenML cache: give --cache-dir or set OPENML_CACHE_DIR (no shared cache at {SHARED_CACHE})")
+        raise SystemExit("no OpenML cache: give --cache-dir or set OPENML_CACHE_DIR "
+                         f"(no shared cache at {SHARED_CACHE})")
     copy = Path(tempfile.mkdtemp(prefix="real_data_")) / "openml_cache"
     shutil.copytree(SHARED_CACHE, copy)
     return copy

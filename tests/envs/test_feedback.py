@@ -268,7 +268,8 @@ def test_drift_vector_replica_i_is_the_single_env_with_seed_plus_i(env_id, kwarg
             assert vector_info["regret"][i] == pytest.approx(infos[i]["regret"], abs=1e-6)
 
 
-@pytest.mark.parametrize(("wrapper", "kwargs"), [(DelayedFeedback, {"delay": (1, 5)}), (BatchedFeedback, {"batch_size": 4}),
+@pytest.mark.parametrize(("wrapper", "kwargs"), [(DelayedFeedback, {"delay": (1, 5)}),
+                                                 (BatchedFeedback, {"batch_size": 4}),
                                                  (Drift, {"kind": "abrupt", "every": 5}),
                                                  (Drift, {"kind": "rotation", "rate": 0.2})])
 def test_feedback_wrappers_pass_check_env_and_pickle_mid_episode(wrapper, kwargs):

@@ -85,8 +85,8 @@ def test_estimators_of_the_logging_policy_itself():
     np.testing.assert_allclose(ips(log, target).value, mean)
     np.testing.assert_allclose(snips(log, target).value, mean)
     estimate = ips(log, target)
-    np.testing.assert_allclose(estimate.high - estimate.low, 2 * 1.959964 * log.rewards.std(axis=0, ddof=1) / np.sqrt(200),
-                               rtol=1e-5)
+    half_width = 1.959964 * log.rewards.std(axis=0, ddof=1) / np.sqrt(200)
+    np.testing.assert_allclose(estimate.high - estimate.low, 2 * half_width, rtol=1e-5)
     assert np.isfinite(direct_method(log, target).value).all() and np.isfinite(doubly_robust(log, target).value).all()
 
 
