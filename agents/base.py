@@ -25,6 +25,7 @@ intra-op thread unless ``threads=`` or ``BANDIT_GYM_THREADS`` says otherwise; th
 
 from __future__ import annotations
 
+import math
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -272,13 +273,16 @@ class BanditAgent(ABC):
             on_step, on_end = as_round_hooks(self, callback, locals())
             logs = {name: _RoundLog(total, self.num_replicas, dtype) for name, dtype in
                     (("regret", np.float64), ("reward", np.float32), ("action", np.int64))}
+            regret_log, reward_log, action_log = logs["regret"], logs["reward"], logs["action"]
             for played_round in loop:
                 played, info, rewards = played_round.round, played_round.info, played_round.rewards
-                for name, value in (("regret", info["regret"]), ("reward", rewards), ("action", played_round.actions)):
-                    logs[name].add(value)
+                regret_log.add(info["regret"])
+                reward_log.add(rewards)
+                action_log.add(played_round.actions)
                 if self._logging:
                     cumulative = self._log_round(info["regret"], rewards, cumulative)
-                stop = on_step(played, {**locals(), **vars(played_round), "obs": played_round.observation}) is False
+                stop = callback is not None and on_step(
+                    played, {**locals(), **vars(played_round), "obs": played_round.observation}) is False
                 if self._logging:
                     self.logger.dump(step=self.num_timesteps)  # one row per round, with what callbacks recorded
                 if stop:
@@ -482,12 +486,30 @@ class BanditAgent(ABC):
             rng.normal(self.keys, stream, t, shape)
 
     def _argmax(self, values: torch.Tensor) -> torch.Tensor:
-        """Greedy arm per replica, ties broken at random with this round's draws: ``(R, K) -> (R,)``."""
+        """Greedy arm per replica, ties broken at random with this round's draws: ``(R, K) -> (R,)``.
+
+        On CPU the draws are made only when some replica has a tie (rare with real-valued scores): without one,
+        :func:`random_argmax`'s answer is each row's only maximiser (arm 0 for a row with a NaN, which has none),
+        whatever the draws. A draw is a function of the round, so skipping one changes no later draw. (On a
+        GPU, asking would wait for the device: the draws are always made.)
+        """
+        if values.is_cpu:
+            is_best = values == values.amax(dim=1, keepdim=True)  # (R, K)
+            if int(is_best.sum(dim=1).amax()) <= 1:
+                return is_best.byte().argmax(dim=1)  # the first (only) maximiser; 0 where there is none
         return random_argmax(values, self._draws("uniform", Stream.TIES, (self.n_arms,)).to(values.device))
 
     def _check_finite(self, tensor: torch.Tensor, what: str, step_size: Any = None) -> None:
-        """Raise :class:`DivergenceError` naming the round (and the step size) if ``tensor`` has a NaN or Inf."""
-        if not bool(torch.isfinite(tensor).all()):
+        """Raise :class:`DivergenceError` naming the round (and the step size) if ``tensor`` has a NaN or Inf.
+
+        (A float32 tensor's float64 sum is NaN or Inf exactly when an entry is: float32 values cannot overflow
+        it. One reduction, a third of the time of ``isfinite(tensor).all()`` at bandit sizes.)
+        """
+        if tensor.dtype == torch.float32:
+            finite = math.isfinite(tensor.detach().sum(dtype=torch.float64).item())
+        else:
+            finite = bool(torch.isfinite(tensor).all())
+        if not finite:
             hint = f" with step size {step_size}" if step_size is not None else ""
             raise DivergenceError(f"{type(self).__name__}: {what} became NaN or Inf in round {self.t}{hint}; "
                                   "try a smaller step size")

@@ -42,16 +42,17 @@ def ucb_scores(contexts: torch.Tensor, theta_hat: torch.Tensor, gram_inverse: to
 
     ``(R, K, d), (R, d), (R, d, d), (R,) -> (R, K)``.
     """
-    mean = (contexts * theta_hat[:, None, :]).sum(dim=-1)  # (R, K)
+    mean = (contexts * theta_hat.unsqueeze(1)).sum(dim=-1)  # (R, K)
     width = ((contexts @ gram_inverse) * contexts).sum(dim=-1).clamp(min=0).sqrt()  # (R, K); clamp: rounding
-    return mean + nu[:, None] * width
+    return mean + nu.unsqueeze(1) * width
 
 
 def sherman_morrison(gram_inverse: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """``V^-1`` after ``V <- V + x x^T``: ``(R, d, d), (R, d) -> (R, d, d)`` (Sherman-Morrison)."""
     vx = matvec(gram_inverse, x)  # V^-1 x (R, d); V^-1 is symmetric
+    denominator = (vx * x).sum(dim=-1) + 1.0  # 1 + x^T V^-1 x (R,)
     # (vx_i vx_j) / denom keeps the update exactly symmetric (vx_i (vx_j / denom) would not).
-    return gram_inverse - vx[:, :, None] * vx[:, None, :] / (1.0 + (vx * x).sum(dim=-1))[:, None, None]
+    return gram_inverse - vx.unsqueeze(2) * vx.unsqueeze(1) / denominator.view(-1, 1, 1)
 
 
 def ridge_update(gram_inverse: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
@@ -61,7 +62,7 @@ def ridge_update(gram_inverse: torch.Tensor, moment: torch.Tensor, x: torch.Tens
     ``(R, d, d), (R, d), (R, d), (R,)`` -> the new ``V^-1``, ``b`` and ``theta_hat``.
     """
     gram_inverse = sherman_morrison(gram_inverse, x)
-    moment = moment + rewards[:, None] * x
+    moment = moment + rewards.unsqueeze(1) * x
     return gram_inverse, moment, matvec(gram_inverse, moment)
 
 
@@ -75,9 +76,9 @@ def potter(root: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         Potter and Stern (1963); Bierman (1977), "Factorization methods for discrete sequential
         estimation", Chapter V.
     """
-    p = (root * x[:, :, None]).sum(dim=1)  # S^T x (R, d)
-    q = (1.0 + (p * p).sum(dim=-1)).sqrt()  # (R,)
-    return root - (matvec(root, p) / (q * (1.0 + q))[:, None])[:, :, None] * p[:, None, :]
+    p = (root * x.unsqueeze(2)).sum(dim=1)  # S^T x (R, d)
+    q = ((p * p).sum(dim=-1) + 1.0).sqrt()  # (R,)
+    return root - (matvec(root, p) / (q * (q + 1.0)).unsqueeze(1)).unsqueeze(2) * p.unsqueeze(1)
 
 
 def potter_update(root: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
@@ -85,8 +86,8 @@ def potter_update(root: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
     """:func:`ridge_update` for a square root ``S`` of ``V^-1``: :func:`potter`, ``b <- b + r x`` and
     ``theta_hat = S (S^T b)``; returns the new ``S``, ``b`` and ``theta_hat``."""
     root = potter(root, x)
-    moment = moment + rewards[:, None] * x
-    return root, moment, matvec(root, (root * moment[:, :, None]).sum(dim=1))
+    moment = moment + rewards.unsqueeze(1) * x
+    return root, moment, matvec(root, (root * moment.unsqueeze(2)).sum(dim=1))
 
 
 def one_hot_blocks(contexts: torch.Tensor) -> torch.Tensor:
@@ -158,7 +159,7 @@ class _RidgeStatistics:
         """Add this round's rows ``z`` ``(R, K, p)`` and played row ``x`` ``(R, p)`` to the sums; renew ``D``
         (and ``V^-1`` from ``V``) when the next round is a power of 2."""
         x = x.double()
-        self.gram = self.gram + x[:, :, None] * x[:, None, :]
+        self.gram = self.gram + x.unsqueeze(2) * x.unsqueeze(1)
         if not self.scale_features:
             return
         self.square_sum = self.square_sum + (z * z).sum(dim=1)
@@ -350,7 +351,7 @@ class LinTS(_RidgeStatistics, BanditAgent):
     def sample_theta(self) -> torch.Tensor:
         """This round's posterior draw ``theta_t = theta_hat + v S w``, ``(R, p)``; no state change."""
         w = self._draws("normal", Stream.SAMPLE, (self.model_dim,)).to(self.device)  # (R, p)
-        return self.theta_hat + self.posterior_scale[:, None] * matvec(self.gram_inverse_root, w)
+        return self.theta_hat + self.posterior_scale.unsqueeze(1) * matvec(self.gram_inverse_root, w)
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
         theta = self.sample_theta()  # (R, p)

@@ -100,7 +100,7 @@ class Rounds:
                 contexts = agent._as_contexts(obs)
                 actions = agent._select(contexts)  # (R,)
                 if not vector:
-                    step_actions = int(actions[0])
+                    step_actions = actions.item()  # (R = 1: the one arm, a Python int)
                 else:
                     step_actions = actions if isinstance(obs, torch.Tensor) else actions.cpu().numpy()
             if synchronize is not None:

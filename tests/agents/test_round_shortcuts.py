@@ -1,0 +1,65 @@
+"""The per-round shortcuts of agents/base.py give the answers of the plain definitions they skip."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from agents import LinUCB
+from agents.base import DivergenceError, random_argmax
+from bandit_gym.rng import Stream
+
+
+def _agent(num_replicas: int) -> LinUCB:
+    return LinUCB(n_arms=4, dim=3, num_replicas=num_replicas, seed=7)
+
+
+@pytest.mark.parametrize("rows", [
+    [[0.1, 0.7, 0.3, 0.2]],  # one maximiser
+    [[0.5, 0.5, 0.1, 0.5]],  # a three-way tie: the draws decide
+    [[0.0, 0.0, 0.0, 0.0]],  # all tied (round 1 of LinUCB)
+    [[math.nan, 0.2, 0.9, 0.1]],  # no maximiser: arm 0
+    [[-math.inf, -math.inf, -1.0, -math.inf]],
+    [[0.1, 0.7, 0.3, 0.2], [math.nan, 0.2, 0.9, 0.1], [0.3, 0.3, 0.3, 0.0]],  # a NaN row beside a tied row
+    [[0.1, 0.7, 0.3, 0.2], [0.4, 0.1, 0.9, 0.1], [0.3, 0.0, 0.2, 0.9]],
+])
+def test_argmax_is_random_argmax_with_the_rounds_draws(rows):
+    """``_argmax`` skips the tie draws when no row has a tie; its answer must be ``random_argmax`` with them,
+    row for row, in every round (ties, NaN rows and infinities included)."""
+    values = torch.tensor(rows, dtype=torch.float32)
+    agent = _agent(len(rows))
+    for t in range(1, 30):
+        agent.t = t
+        draws = agent._draws("uniform", Stream.TIES, (agent.n_arms,))
+        assert torch.equal(agent._argmax(values), random_argmax(values, draws))
+
+
+def test_argmax_breaks_a_tie_by_the_draws_not_the_first_index():
+    """A two-way tie between arms 1 and 3 must go to each in some round (the draws differ by round), which the
+    first-maximiser shortcut alone would never do."""
+    agent = _agent(1)
+    values = torch.tensor([[0.0, 1.0, 0.0, 1.0]])
+    chosen = set()
+    for t in range(1, 40):
+        agent.t = t
+        chosen.add(int(agent._argmax(values)))
+    assert chosen == {1, 3}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_check_finite_catches_every_non_finite_entry(dtype, bad):
+    agent = _agent(2)
+    tensor = torch.ones(2, 3, dtype=dtype)
+    tensor[1, 2] = bad
+    with pytest.raises(DivergenceError, match="became NaN or Inf in round 1"):
+        agent._check_finite(tensor, "theta")
+
+
+def test_check_finite_passes_huge_finite_float32():
+    """The float32 check sums in float64: entries near float32's largest value must not overflow it."""
+    agent = _agent(2)
+    agent._check_finite(torch.full((2, 3), torch.finfo(torch.float32).max), "theta")
+    agent._check_finite(torch.full((2, 3), -torch.finfo(torch.float32).max), "theta")
