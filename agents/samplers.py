@@ -28,7 +28,6 @@ from typing import Any
 import torch
 
 from agents.base import BanditAgent, chosen_rows
-from agents.history import History
 from agents.lmcts import LINEAR_DEFAULTS, LMCTS, NEURAL_DEFAULTS, langevin_steps
 from agents.mlp import build_model, is_neural
 from agents.models import LinearModel, LogisticModel, RewardModel
@@ -314,12 +313,100 @@ class ULMCTS(_ChainAgent):
         self.velocity = state["velocity"]
 
 
+class _ArmSets:
+    """The arm sets of the rounds played, each replica's run of equal sets stored once.
+
+    A round whose arm set equals the replica's previous one (fixed-arm bandits: ``LinearBanditFixed-v0``,
+    ``LogisticBandit-v0``) stores only its id; a new set is appended to that replica's distinct sets. So a fixed
+    arm set costs ``O(K d)`` memory, not ``O(n K d)``, and the feel-good term can score it once per step
+    (:meth:`_FeelGoodModel.feel_good_gradient`). The buffers double in capacity when full (as
+    :class:`agents.history.History`'s).
+
+    Attributes:
+        sets: ``(R, capacity, K, d)``, replica ``r``'s distinct sets in slots ``0 .. n_sets[r] - 1``.
+        n_sets: Distinct sets per replica ``(R,)``, int64.
+        ids: ``(R, capacity)`` int64, round ``s``'s set in its replica's slots (the first ``len(self)`` columns).
+        counts: ``(R, capacity)``, the rounds stored with each slot's set.
+    """
+
+    def __init__(self, num_replicas: int, n_arms: int, dim: int, device: torch.device, capacity: int = 16) -> None:
+        self.sets = torch.zeros(num_replicas, capacity, n_arms, dim, device=device)
+        self.n_sets = torch.zeros(num_replicas, dtype=torch.int64, device=device)
+        self.ids = torch.zeros(num_replicas, capacity, dtype=torch.int64, device=device)
+        self.counts = torch.zeros(num_replicas, capacity, device=device)
+        self._length, self._max_sets = 0, 0
+
+    def __len__(self) -> int:
+        """Rounds stored per replica."""
+        return self._length
+
+    @property
+    def max_sets(self) -> int:
+        """The most distinct sets of any replica: the slots in use."""
+        return self._max_sets
+
+    def append(self, contexts: torch.Tensor) -> None:
+        """Add one round's arm sets ``(R, K, d)``."""
+        R = contexts.shape[0]
+        rows = torch.arange(R, device=contexts.device)
+        last = self.sets[rows, (self.n_sets - 1).clamp(min=0)]  # (R, K, d)
+        new = (self.n_sets == 0) | (last != contexts).flatten(1).any(dim=1)  # (R,)
+        if self._max_sets == self.sets.shape[1]:
+            self.sets = torch.cat([self.sets, torch.zeros_like(self.sets)], dim=1)
+            self.counts = torch.cat([self.counts, torch.zeros_like(self.counts)], dim=1)
+        slot = self.n_sets  # (R,): the next free slot, written only where the set is new
+        self.sets[rows, slot] = torch.where(new[:, None, None], contexts, self.sets[rows, slot])
+        self.n_sets = self.n_sets + new
+        self._max_sets = int(self.n_sets.max())
+        if self._length == self.ids.shape[1]:
+            self.ids = torch.cat([self.ids, torch.zeros_like(self.ids)], dim=1)
+        self.ids[:, self._length] = self.n_sets - 1
+        self.counts[rows, self.n_sets - 1] += 1
+        self._length += 1
+
+    def set_ids(self, batch: torch.Tensor | None) -> torch.Tensor:
+        """The set of each round of ``batch`` ``(R, B)`` (row indices), or of every round (None): ``(R, B or n)``."""
+        ids = self.ids[:, : self._length]
+        return ids if batch is None else ids.gather(1, batch)
+
+    def gather(self, ids: torch.Tensor) -> torch.Tensor:
+        """The sets of ``ids`` ``(R, S)``: ``(R, S, K, d)`` (whole sets copied by ``index_select``)."""
+        R, capacity, K, d = self.sets.shape
+        flat = ids + capacity * torch.arange(R, device=ids.device)[:, None]  # (R, S) rows of the flattened buffer
+        return self.sets.reshape(R * capacity, K, d).index_select(0, flat.reshape(-1)).reshape(R, -1, K, d)
+
+    def rows(self, batch: torch.Tensor | None = None) -> torch.Tensor:
+        """The arm sets of the rounds of ``batch`` ``(R, B)``, or of every round: ``(R, B or n, K, d)``."""
+        return self.gather(self.set_ids(batch))
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Every round's arm set, ``{"contexts": (R, n, K, d)}`` (the saved format of every history: one row per
+        round; the runs of equal sets are found again on load)."""
+        return {"contexts": self.rows()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Replace the contents by ``state`` (as :meth:`state_dict` writes it), appending its rounds in order."""
+        R, _, K, d = self.sets.shape
+        self.__init__(R, K, d, self.sets.device)
+        for contexts in state["contexts"].to(self.sets.device).unbind(dim=1):
+            self.append(contexts)
+
+
+def _best_arms(x: torch.Tensor, params: torch.Tensor, cap: float) -> torch.Tensor:
+    """``[max_a x_a . theta < b] x_*`` per arm set, ``x_*`` its best arm for ``theta``: ``(R, S, K, d) -> (R, S, d)``.
+    The gradient of ``min(b, max_a x_a . theta)`` in ``theta`` (zero above the cap)."""
+    scores = (x * params[:, None, None, :]).sum(dim=3)  # (R, S, K): x . theta
+    best, arm = scores.max(dim=2)  # (R, S)
+    rows = torch.take_along_dim(x, arm[:, :, None, None], dim=2)[:, :, 0]  # (R, S, d)
+    return (best < cap).to(params.dtype)[:, :, None] * rows
+
+
 class _FeelGoodModel:
     """The reward model with FG-TS's loss: ``L_t(theta) - lambda_fg sum_s min(b, max_x f(x_s; theta))`` over the
     arm sets ``x_s`` of the rounds played (or a mini-batch of them, times ``n / B``). Everything else is the
     model's (attributes pass through)."""
 
-    def __init__(self, model: RewardModel, contexts: History, lambda_fg: torch.Tensor, cap: float,
+    def __init__(self, model: RewardModel, contexts: _ArmSets, lambda_fg: torch.Tensor, cap: float,
                  own_batches: bool) -> None:
         self.model, self.contexts, self.lambda_fg, self.cap = model, contexts, lambda_fg, cap
         self.own_batches = own_batches  # False: the batches are the feel-good term's alone; the model's loss is full
@@ -333,37 +420,40 @@ class _FeelGoodModel:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.model, name)
 
-    def _feel_good_rows(self, batch: torch.Tensor | None) -> tuple[torch.Tensor, float]:
-        """The arm sets the feel-good term sums over, ``(R, n, K, d)`` (the mini-batch's rows, or all), and the
-        factor ``n / B`` that makes a mini-batch's sum estimate the full one."""
-        x = self.contexts["contexts"]  # (R, n, K, d)
-        if batch is None:
-            return x, 1.0
-        return x[torch.arange(x.shape[0], device=x.device)[:, None], batch], x.shape[1] / batch.shape[1]
+    def _scale(self, batch: torch.Tensor | None) -> float:
+        """``n / B``: makes a mini-batch's sum estimate the sum over all ``n`` rounds (1 for all rounds)."""
+        return 1.0 if batch is None else len(self.contexts) / batch.shape[1]
 
     def feel_good(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
-        """``lambda_fg sum_s min(b, max_x f(x_s; params))`` per replica ``(R,)``."""
-        x, scale = self._feel_good_rows(batch)  # (R, n, K, d)
+        """``lambda_fg sum_s min(b, max_x f(x_s; params))`` per replica ``(R,)``: the definition."""
+        x = self.contexts.rows(batch)  # (R, n, K, d)
         R, n, K, d = x.shape
         f = self.model.scores(params, x.reshape(R, n * K, d)).reshape(R, n, K)
-        return self.lambda_fg * scale * f.amax(dim=2).clamp(max=self.cap).sum(dim=1)
+        return self.lambda_fg * self._scale(batch) * f.amax(dim=2).clamp(max=self.cap).sum(dim=1)
 
     def feel_good_gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
         """``grad`` of :meth:`feel_good`, ``(R, p)``: autograd; for scores ``x . theta`` (linear and logistic
         models) the closed form ``lambda_fg sum_s [max_x x_s . theta < b] x_s*``, ``x_s*`` the best arm of round
-        ``s`` (tested equal; autograd's overhead dominated the chain)."""
+        ``s`` (tested equal to autograd). Each distinct arm set is scored once per step when there are fewer
+        distinct sets than rounds in the sum (a fixed arm set: ``K d`` per step, not ``B K d``); otherwise the
+        rounds' sets are gathered and scored."""
         if not isinstance(self.model, LinearModel | LogisticModel):
             with torch.enable_grad():
                 p = params.detach().requires_grad_()
                 (gradient,) = torch.autograd.grad(self.feel_good(p, batch).sum(), p)
             return gradient
-        x, scale = self._feel_good_rows(batch)  # (R, n, K, d)
-        R, n, K, d = x.shape
-        f = torch.bmm(x.reshape(R, n * K, d), params[:, :, None]).reshape(R, n, K)  # x . theta
-        best, arm = f.max(dim=2)  # (R, n)
-        rows = torch.take_along_dim(x, arm[:, :, None, None], dim=2)[:, :, 0]  # (R, n, d)
-        active = (best < self.cap).to(params.dtype)  # (R, n): the cap's gradient is 0 above it
-        return (self.lambda_fg * scale)[:, None] * (active[:, :, None] * rows).sum(dim=1)
+        sets, m = self.contexts, self.contexts.max_sets
+        ids = sets.set_ids(batch)  # (R, S): the set of each round in the sum
+        if m <= ids.shape[1]:  # score every distinct set once, times the rounds of the sum that have it
+            if batch is None:
+                counts = sets.counts[:, :m]  # (R, m)
+            else:
+                counts = torch.zeros(ids.shape[0], m, dtype=params.dtype, device=ids.device)
+                counts.scatter_add_(1, ids, torch.ones(ids.shape, dtype=params.dtype, device=ids.device))
+            total = (counts[:, :, None] * _best_arms(sets.sets[:, :m], params, self.cap)).sum(dim=1)  # (R, d)
+        else:  # more distinct sets than rounds in the sum: score the rounds' sets
+            total = _best_arms(sets.gather(ids), params, self.cap).sum(dim=1)  # (R, d)
+        return (self.lambda_fg * self._scale(batch))[:, None] * total
 
     def loss(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
         model_batch = self._model_batch(batch)
@@ -380,8 +470,12 @@ class FGLMCTS(_ChainAgent):
     LMC-TS (:class:`agents.lmcts.LMCTS`, the same chain, draws and defaults) on the loss
     ``L_t(theta) - lambda_fg sum_{s < t} min(b, max_x f(x_s; theta))``: the feel-good term favours parameters that
     predict a high best reward on the arm sets seen so far, an optimism that Zhang (2022) shows removes Thompson
-    sampling's extra sqrt(d) in the frequentist regret. Its gradient comes from autograd of ``model.scores`` over
-    the stored arm sets (mini-batches of them when ``batch_size`` is set): ``O(n K)`` scores per step.
+    sampling's extra sqrt(d) in the frequentist regret. The term's gradient is the closed form
+    ``lambda_fg sum_s [max_x x_s . theta < b] x_s*`` for the linear and logistic models, autograd of
+    ``model.scores`` otherwise, over ``feel_good_batch_size`` of the stored rounds per step (or the model's
+    mini-batches when ``batch_size`` is set; all rounds when both are None). The arm sets are stored once per
+    run of equal sets, and each distinct set is scored once per step: with a fixed arm set the term costs
+    ``O(K d)`` per step, with a new set every round ``O(B K d)`` (``docs/samplers.md``).
     ``lambda_fg = 0`` is LMC-TS, draw for draw (bit for bit).
 
     Args:
@@ -405,11 +499,11 @@ class FGLMCTS(_ChainAgent):
             feel_good_batch_size = check_int("feel_good_batch_size", feel_good_batch_size)
         self.feel_good_batch_size = feel_good_batch_size
         self._hyperparameters.update(feel_good_cap=self.feel_good_cap, feel_good_batch_size=feel_good_batch_size)
-        self.contexts = History(self.num_replicas, {"contexts": (self.n_arms, self.dim)}, self.device)
+        self.contexts = _ArmSets(self.num_replicas, self.n_arms, self.dim, self.device)
         self._ready()
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
-        self.contexts.append(contexts=contexts)
+        self.contexts.append(contexts)
         super()._observe(contexts, actions, rewards)
 
     def _chain(self, t: int, theta: torch.Tensor) -> torch.Tensor:

@@ -159,7 +159,7 @@ def test_feel_good_closed_form_gradient_equals_autograd(model):
     with torch.enable_grad():
         p = theta.clone().requires_grad_()
         (expected,) = torch.autograd.grad(fg.feel_good(p).sum(), p)
-    best = torch.einsum("rnkd,rd->rnk", agent.contexts["contexts"], theta).amax(dim=2)
+    best = torch.einsum("rnkd,rd->rnk", agent.contexts.rows(), theta).amax(dim=2)
     assert bool((best < 0.3).any()) and bool((best > 0.3).any())
     torch.testing.assert_close(fg.feel_good_gradient(theta), expected, rtol=1e-5, atol=1e-5)
     batch = torch.tensor([[0, 3, 3], [1, 2, 11], [5, 5, 5]])
@@ -167,6 +167,52 @@ def test_feel_good_closed_form_gradient_equals_autograd(model):
         p = theta.clone().requires_grad_()
         (expected,) = torch.autograd.grad(fg.feel_good(p, batch).sum(), p)
     torch.testing.assert_close(fg.feel_good_gradient(theta, batch), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("model", ["linear", "glm"])
+def test_feel_good_gradient_with_repeated_arm_sets_equals_autograd(model):
+    """A run of equal arm sets is stored once and scored once per step, weighted by its rounds in the sum: the
+    gradient still equals autograd of the definition (every round's set scored), full sum and mini-batches.
+    Replica 0 keeps one arm set for all 12 rounds (1 set stored), replica 1 changes it every 4th round (3),
+    replica 2 every round (12): both of the gradient's paths (the distinct sets scored, or the rounds' sets
+    gathered) run. Float32 sums in another order: tolerance 1e-5."""
+    contexts, actions, _, rewards = logistic_rounds(12, 3, 5, 4, seed=4)
+    contexts[:, 0] = contexts[0, 0]
+    contexts[:, 1] = contexts[torch.arange(12) // 4 * 4, 1]
+    agent = FGLMCTS(n_arms=5, dim=4, num_replicas=3, seed=0, device="cpu", model=model, lambda_fg=[0.5, 1.0, 2.0],
+                    feel_good_cap=0.3, n_inner_steps=2, **({"batch_size": None} if model == "glm" else {}))
+    feed(agent, contexts, actions, rewards)
+    assert agent.contexts.n_sets.tolist() == [1, 3, 12]
+    torch.testing.assert_close(agent.contexts.rows(), contexts.transpose(0, 1))
+    fg = _FeelGoodModel(agent.model, agent.contexts, agent.lambda_fg, 0.3, own_batches=False)
+    theta = torch.randn(3, 4, generator=torch.Generator().manual_seed(1))
+    best = torch.einsum("rnkd,rd->rnk", agent.contexts.rows(), theta).amax(dim=2)
+    assert bool((best < 0.3).any()) and bool((best > 0.3).any())
+    for batch in (None, torch.tensor([[0, 3, 3, 7], [1, 2, 11, 11], [5, 5, 5, 0]]), torch.tensor([[4] * 20] * 3)):
+        with torch.enable_grad():
+            p = theta.clone().requires_grad_()
+            (expected,) = torch.autograd.grad(fg.feel_good(p, batch).sum(), p)
+        torch.testing.assert_close(fg.feel_good_gradient(theta, batch), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_fglmcts_fixed_arm_set_is_stored_once_and_saved(tmp_path):
+    """On LinearBanditFixed-v0 every replica stores one arm set however many rounds it plays; saved (every
+    round's set, as before) and loaded, it finds the one set again and continues bit for bit."""
+    env = make_vec("LinearBanditFixed-v0", 2, {"n_arms": 5, "dim": 4, "horizon": 30})
+    agent = FGLMCTS(env, seed=3, device="cpu", n_inner_steps=5, lambda_fg=0.5).learn(env)
+    assert agent.contexts.n_sets.tolist() == [1, 1] and len(agent.contexts) == 30
+    agent.save(tmp_path / "agent.pt")
+    loaded = FGLMCTS.load(tmp_path / "agent.pt", device="cpu")
+    assert loaded.contexts.n_sets.tolist() == [1, 1] and loaded.contexts.counts[:, 0].tolist() == [30, 30]
+    assert torch.equal(loaded.contexts.rows(), agent.contexts.rows())
+    obs, _ = env.reset(seed=7)
+    for _ in range(3):
+        action = agent.predict(obs)[0]
+        np.testing.assert_array_equal(action, loaded.predict(obs)[0])
+        obs, reward, *_ = env.step(action)
+        agent.update(obs, action, reward)
+        loaded.update(obs, action, reward)
+    assert torch.equal(loaded.theta, agent.theta)
 
 
 def test_hmc_with_one_leapfrog_step_is_mala():
