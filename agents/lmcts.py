@@ -36,8 +36,10 @@ PRECONDITIONERS = ("none", "diagonal")
 #: wider than the He initialisation, which is what lets a sample rank the arms it has never played high (the
 #: He-scale prior, lambda = 10, left 8 of 10 seeds exploiting one sign of the quadratic even with this chain).
 #: ``K = 10`` steps on mini-batches of ``B = 32`` rows: a round costs the same at round 10,000 as at round 10.
+#: ``step_bound = 1``: each mini-batch step's size is capped so that ``eta_k`` times the stiffest direction of
+#: that step's preconditioned Gauss-Newton matrix is at most 1 (:func:`minibatch_stiffness`; why in ``LMCTS``).
 NEURAL_DEFAULTS = {"step_size": 0.01, "inverse_temperature": 0.5, "lambda_reg": 2.0, "n_inner_steps": 10,
-                   "batch_size": 32, "step_schedule": "constant", "preconditioner": "diagonal"}
+                   "batch_size": 32, "step_schedule": "constant", "preconditioner": "diagonal", "step_bound": 1.0}
 #: The logistic model's budget: ``K`` Langevin steps on mini-batches of ``B`` rows (flat cost per round;
 #: the full-batch chain is ``batch_size=None``). Measured in docs/agents.md ("GLM model").
 GLM_DEFAULTS = {"n_inner_steps": 20, "batch_size": 64}
@@ -48,12 +50,16 @@ LINEAR_DEFAULTS = {"n_inner_steps": 100, "batch_size": None, "step_schedule": "i
 def langevin_steps(model: RewardModel, theta: torch.Tensor, step_size: torch.Tensor,
                    inverse_temperature: torch.Tensor, noise: torch.Tensor | Callable[[int], torch.Tensor],
                    batches: torch.Tensor | None = None, n_steps: int | None = None,
-                   preconditioner: torch.Tensor | None = None) -> torch.Tensor:
+                   preconditioner: torch.Tensor | None = None, step_bound: float | None = None,
+                   lambda_reg: torch.Tensor | None = None) -> torch.Tensor:
     """``K`` Langevin steps on the model's loss from ``theta``: Algorithm 1's inner loop.
 
     With a diagonal preconditioner ``M`` (``(R, p)``, positive) each step is
     ``theta - eta_t M grad L_t + sqrt(2 eta_t M / beta) eps``: for a fixed ``M`` the chain targets the same
     ``exp(-beta L_t)`` (preconditioned Langevin dynamics), with coordinate ``j`` moving at ``eta_t M_j``.
+    With ``step_bound`` (mini-batches of a neural model) step ``k`` runs at
+    ``min(eta_t, step_bound / lambda_max(M H_k))``, ``H_k`` the Gauss-Newton matrix of its mini-batch at the
+    chain's current ``theta`` (:func:`minibatch_stiffness`; why in :class:`LMCTS`).
 
     Args:
         model: The reward model (its loss ``L_t`` and gradient).
@@ -65,18 +71,48 @@ def langevin_steps(model: RewardModel, theta: torch.Tensor, step_size: torch.Ten
         batches: Mini-batch row indices per step ``(R, K, B)``, or None for full-batch gradients.
         n_steps: ``K``, when ``noise`` is a function.
         preconditioner: ``M`` per replica and coordinate ``(R, p)``, or None (``M = I``).
+        step_bound: The cap on ``eta_k lambda_max(M H_k)``, or None (no cap). Needs ``batches`` and ``lambda_reg``.
+        lambda_reg: The ridge weight per replica ``(R,)`` (the bound's ``H_k`` includes ``2 lambda I``).
 
     Returns:
         The last iterate ``theta_{t,K}``, ``(R, p)``.
     """
     eta, beta = step_size[:, None], inverse_temperature[:, None]  # (R, 1)
+    if step_bound is not None:
+        unit = torch.ones_like(theta) if preconditioner is None else preconditioner
     if preconditioner is not None:
         eta = eta * preconditioner  # (R, p)
     per_step = callable(noise)
     for k in range(n_steps if per_step else noise.shape[1]):
-        grad = model.gradient(theta, None if batches is None else batches[:, k])  # (R, p)
-        theta = langevin_update(theta, grad, eta, beta, noise(k) if per_step else noise[:, k])
+        batch = None if batches is None else batches[:, k]
+        eta_k = eta
+        if step_bound is not None:  # min(eta_t, step_bound / lambda_max(M H_k)) M
+            stiffness = minibatch_stiffness(model, theta, batch, unit, lambda_reg)  # (R,)
+            eta_k = eta * torch.clamp(step_bound / (step_size * stiffness), max=1.0)[:, None]
+        grad = model.gradient(theta, batch)  # (R, p)
+        theta = langevin_update(theta, grad, eta_k, beta, noise(k) if per_step else noise[:, k])
     return theta
+
+
+def minibatch_stiffness(model: RewardModel, theta: torch.Tensor, batch: torch.Tensor,
+                        preconditioner: torch.Tensor, lambda_reg: torch.Tensor) -> torch.Tensor:
+    """The largest eigenvalue of ``M H_B`` per replica, ``(R,)``: the stiffest direction of one mini-batch step.
+
+    ``H_B = 2 lambda I + 2 (n / B) sum_{i in B} g(x_i) g(x_i)^T`` is the Gauss-Newton matrix of the mini-batch
+    estimate of the squared loss ``L_t`` at ``theta`` (``g = df/dtheta``), ``M`` the diagonal preconditioner
+    ``(R, p)``. A step of size ``eta`` is stable in a direction of (preconditioned) curvature ``h`` only if
+    ``eta h < 2``. The ``p x p`` matrix ``M^(1/2) G^T G M^(1/2)`` (``G``: the rows' gradients, ``(B, p)``) has the
+    nonzero eigenvalues of the ``B x B`` Gram matrix ``G M G^T``, so that is what is decomposed; the ridge adds at
+    most ``max_j 2 lambda M_j`` (an upper bound on ``lambda_max(M H_B)``).
+    """
+    x, _, scale = model.rows(batch)  # (R, B, d)
+    _, g = model.arm_gradients(theta, x)  # (R, B, p)
+    scaled = g * preconditioner.sqrt()[:, None, :]  # G M^(1/2)
+    gram = 2.0 * scale * (scaled @ scaled.transpose(1, 2))  # (R, B, B)
+    finite = torch.isfinite(gram).all(dim=2).all(dim=1)  # (R,): a replica already diverging gets +inf
+    top = torch.linalg.eigvalsh(torch.where(finite[:, None, None], gram, 0.0))[:, -1]
+    ridge = (2.0 * lambda_reg[:, None] * preconditioner).amax(dim=1)
+    return torch.where(finite, top + ridge, torch.inf)
 
 
 def paper_inverse_temperature(beta_inv: float, dim: int, horizon: int) -> float:
@@ -122,6 +158,22 @@ class LMCTS(BanditAgent):
     and the cumulative regret at T = 3,000 fell by about a third (``benchmarks/results/quadratic_paper.md``).
     ``preconditioner="none"`` (with ``step_schedule="inverse_t"``) is the paper's plain chain.
 
+    **Neural models: a step bound for mini-batches** (``step_bound=1``, the default). ``M`` holds the curvature
+    of single coordinates at the round's start; a step can still be far too long in a direction that couples
+    many coordinates: (a) a mini-batch gradient counts each drawn row ``n / B`` times, so a rarely seen row (a
+    rare one-hot category) whose gradient spreads over the hundreds of weights of its hidden units puts a
+    stiff direction into that step; (b) within a round, a step that grows the weights of one layer grows the
+    curvature of the layer below, which ``M`` does not follow. So step ``k`` runs at
+    ``eta_k = min(eta, step_bound / lambda_max(M H_k))``, ``H_k`` the Gauss-Newton matrix of step ``k``'s
+    mini-batch at the chain's current ``theta`` (:func:`minibatch_stiffness`). The discrete chain's variance along
+    a direction of preconditioned curvature ``h`` is ``1 / (1 - eta h / 2)`` times the target's: ``eta h <= 1``
+    keeps it within twice the target's in the stiffest direction, where ``eta h >= 2`` diverges. Measured on
+    Shuttle-v0 without the bound (seeds 0-9, 10,000 rounds): at round 3,005 one mini-batch put
+    ``eta lambda_max = 18.8`` into replica 5's first step (the full data's was 1.07) and the chain was NaN three
+    steps later (``docs/agents.md``, "Step bound"). Where the cap binds, the step depends on the chain's state,
+    so the chain targets ``exp(-beta L_t)`` only approximately there; full-batch chains (no ``n / B``) have no
+    cap. Cost: one more per-row gradient of the ``B`` rows and a ``B x B`` eigenvalue problem per step.
+
     Args:
         env: The env (single or vector) the agent is sized for; None with ``n_arms``,
             ``dim`` (and ``num_replicas``).
@@ -151,6 +203,8 @@ class LMCTS(BanditAgent):
             the linear model.
         preconditioner: ``"diagonal"`` (``M = diag(1 / U_t)`` above; neural models only) or ``"none"``.
             None: ``"diagonal"`` for neural models, ``"none"`` otherwise.
+        step_bound: Cap on ``eta_k lambda_max(M H_k)`` for each mini-batch step (above; a number ``> 0``), or
+            None for no cap. ``"auto"``: 1 for neural models, None otherwise (only neural models accept one).
         train_every: Run the chain every ``n`` rounds only (``n >= 1``); between, keep the sample.
         seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
 
@@ -167,7 +221,8 @@ class LMCTS(BanditAgent):
     def __init__(self, env: gym.Env | gym.vector.VectorEnv | None = None, *, model: Any = "linear",
                  step_size: Any = None, inverse_temperature: Any = None, n_inner_steps: int | None = None,
                  lambda_reg: Any = None, step_schedule: str | None = None, batch_size: int | str | None = "auto",
-                 preconditioner: str | None = None, model_kwargs: dict | None = None, train_every: int = 1,
+                 preconditioner: str | None = None, step_bound: float | str | None = "auto",
+                 model_kwargs: dict | None = None, train_every: int = 1,
                  seed: int | list[int] | None = None, device: str | torch.device = "cpu",
                  n_arms: int | None = None, dim: int | None = None, num_replicas: int | None = None) -> None:
         super().__init__(env, seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
@@ -190,6 +245,14 @@ class LMCTS(BanditAgent):
         if self.preconditioner == "diagonal" and not neural:
             raise ValueError(f"preconditioner must be 'none' for model={model!r}, got 'diagonal'; the diagonal "
                              "preconditioner needs a neural model ('mlp', an MLP or an nn.Module)")
+        if isinstance(step_bound, str) and step_bound == "auto":
+            step_bound = NEURAL_DEFAULTS["step_bound"] if neural else None
+        if step_bound is not None:
+            step_bound = check_float("step_bound", step_bound, 0, strict=True)
+            if not neural:
+                raise ValueError(f"step_bound must be None for model={model!r}, got {step_bound!r}; the bound is "
+                                 "on the Gauss-Newton matrix of a neural model's squared loss")
+        self.step_bound = step_bound
         self.n_inner_steps = check_int(
             "n_inner_steps", defaults["n_inner_steps"] if n_inner_steps is None else n_inner_steps)
         if isinstance(batch_size, str) and batch_size == "auto":
@@ -202,7 +265,7 @@ class LMCTS(BanditAgent):
         self.batch_size = batch_size
         self._hyperparameters.update(model=model, step_schedule=self.step_schedule, n_inner_steps=self.n_inner_steps,
                                      batch_size=batch_size, preconditioner=self.preconditioner,
-                                     train_every=self.train_every)
+                                     step_bound=step_bound, train_every=self.train_every)
         if model_kwargs is not None:
             self._hyperparameters["model_kwargs"] = dict(model_kwargs)
         if step_size is None:
@@ -248,8 +311,9 @@ class LMCTS(BanditAgent):
             if self.preconditioner == "diagonal":
                 preconditioner = 1.0 / self._round_curvature(theta, None if batches is None else batches[:, 0])
                 batches = None if batches is None else batches[:, 1:]
+            step_bound = None if batches is None else self.step_bound  # full batches: no n / B factor to bound
             theta = langevin_steps(self.model, theta, eta, self.inverse_temperature, noise, batches,
-                                   self.n_inner_steps, preconditioner)
+                                   self.n_inner_steps, preconditioner, step_bound, self.lambda_reg)
             return self._check_sample(t, eta, theta)
         noise = self._draws("normal", Stream.SAMPLE, (self.n_inner_steps, self.model.n_params), t)  # (R, K, p)
         if isinstance(self.model, LinearModel) and _kernels.enabled(theta, self.model.gram, eta):
