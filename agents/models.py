@@ -94,7 +94,7 @@ class RewardModel(ABC):
 
 def matvec(matrix: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
     """``(R, d, d) @ (R, d) -> (R, d)`` as multiply-and-sum (tiny products stay off the BLAS threads)."""
-    return (matrix * vector[:, None, :]).sum(dim=-1)
+    return (matrix * vector.unsqueeze(1)).sum(dim=-1)
 
 
 def linear_scores(contexts: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
