@@ -458,7 +458,7 @@ class BanditAgent(ABC):
             x = torch.from_numpy(array if array.flags.writeable else array.copy())
         given = x
         if x.ndim == 2:
-            x = x[None]
+            x = x.unsqueeze(0)
         if x.shape != (self.num_replicas, self.n_arms, self.dim):
             raise ValueError(f"observation must have shape ({self.n_arms}, {self.dim}) or "
                              f"({self.num_replicas}, {self.n_arms}, {self.dim}), got {tuple(np.shape(observation))}")
