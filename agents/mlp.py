@@ -241,17 +241,17 @@ class MLPModel(_NeuralModel):
         return super().gradient_squares(params, batch)
 
     def arm_gradients(self, params: torch.Tensor, contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``f(x_k)`` ``(R, K)`` and ``g(x_k) = df(x_k; theta)/dtheta`` ``(R, K, p)`` for every arm: per arm, the
-        gradient of the replicas' summed outputs (replica ``r``'s depends on its own ``theta_r`` only)."""
+        """``f(x_k)`` ``(R, K)`` and ``g(x_k) = df(x_k; theta)/dtheta`` ``(R, K, p)`` for every arm, by one backward
+        pass through a copy of ``theta_r`` per arm (the sum's gradient with respect to a copy is its arm's own)."""
         if _kernels.enabled():
             return _kernels.mlp_arm_gradients(self, params, contexts)
         contexts = self._as_rows(contexts)  # dense (the stored rows may be in block form)
-
-        def summed_output(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:  # x: (R, d), one arm each
-            return self.scores(theta, x[:, None, :]).sum()
-
-        g = vmap(grad(summed_output), in_dims=(None, 1), out_dims=1)(params, contexts)  # (R, K, p)
-        return self.scores(params, contexts), g
+        replicas, arms, dim = contexts.shape
+        with torch.enable_grad():  # one copy of theta per arm: arm k's output depends on its own copy only, so the
+            copies = params.detach()[:, None, :].expand(-1, arms, -1).reshape(replicas * arms, -1).requires_grad_()
+            outputs = self.scores(copies, contexts.reshape(replicas * arms, 1, dim))  # (R K, 1)
+            (g,) = torch.autograd.grad(outputs.sum(), copies)  # gradient of the sum is each arm's own
+        return outputs.detach().reshape(replicas, arms), g.reshape(replicas, arms, -1)
 
     def gradient_norms(self, params: torch.Tensor, contexts: torch.Tensor,
                        weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -143,10 +143,16 @@ def test_neural_lmcts_save_load_round_trip(tmp_path):
 
 
 def test_neural_lmcts_divergence_names_round_and_step_size():
-    agent = lmcts(num_replicas=1, seed=0)
+    """Without the step bound a step of 1e6 overflows and the error names the round and the step size; with it
+    (the default) each mini-batch step is capped at 1 / lambda_max(M H_k) and the same run stays finite."""
+    agent = lmcts(num_replicas=1, seed=0, step_bound=None)
     agent.step_size = torch.tensor([1e6])
     with pytest.raises(DivergenceError, match=r"round \d+ .*step size eta_t = "):
         feed_rounds(agent, rounds=12)
+    bounded = lmcts(num_replicas=1, seed=0)
+    bounded.step_size = torch.tensor([1e6])
+    feed_rounds(bounded, rounds=12)
+    assert torch.isfinite(bounded.theta).all()
 
 
 def test_mlp_rejects_bad_arguments():
