@@ -6,6 +6,8 @@ function with ``torch.testing.assert_close``:
 
 * numba loops of ``rng.normal``, ``langevin_steps`` (linear model), ``linear_scores``, ``add_observation``
   (``tests/agents/test_kernels.py``);
+* off the CPU, ``langevin_steps`` (linear model) in its affine form, one batched product per step
+  (``linear_langevin_affine``; ``enabled_off_cpu()`` switches it, ``tests/agents/test_kernels.py``);
 * :class:`agents.mlp.MLPModel`'s hand-written backward pass (``mlp_gradient``, ``mlp_gradient_squares``,
   ``mlp_arm_gradients``, ``mlp_gradient_norms``: autograd is the definition) and the block-aware first
   layer's products for ``block_arms`` rows (``block_matmul``, ...: the dense layer is)
@@ -38,6 +40,13 @@ def enabled(*tensors: torch.Tensor) -> bool:
     (float32 or int64 CPU tensors that need no gradient)."""
     return os.environ.get("BANDIT_GYM_KERNELS", "1") != "0" and all(
         t.is_cpu and not t.requires_grad and t.dtype in (torch.float32, torch.int64) for t in tensors)
+
+
+def enabled_off_cpu(*tensors: torch.Tensor) -> bool:
+    """Whether the kernels are on and these float32 tensors, none needing a gradient, are off the CPU (a GPU):
+    where the torch-level devices that save kernel launches apply."""
+    return os.environ.get("BANDIT_GYM_KERNELS", "1") != "0" and all(
+        not t.is_cpu and not t.requires_grad and t.dtype == torch.float32 for t in tensors)
 
 
 # -- bandit_gym.rng.normal --------------------------------------------------------------------
@@ -97,6 +106,27 @@ def linear_langevin(gram: torch.Tensor, moment: torch.Tensor, theta: torch.Tenso
     _linear_langevin(gram.numpy(), moment.numpy(), theta.numpy(), step_size.numpy(), inverse_temperature.numpy(),
                      noise.numpy(), out)
     return torch.from_numpy(out)
+
+
+def linear_langevin_affine(gram: torch.Tensor, moment: torch.Tensor, theta: torch.Tensor, step_size: torch.Tensor,
+                           inverse_temperature: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    """Torch version, any device, of :func:`agents.lmcts.langevin_steps` for :class:`agents.models.LinearModel`.
+
+    A step ``theta - eta 2 (V theta - b) + sqrt(2 eta / beta) eps_k`` is affine in ``theta``:
+    ``theta <- A theta + c_k`` with ``A = I - 2 eta V`` and ``c_k = 2 eta b + sqrt(2 eta / beta) eps_k``.
+    ``A`` and every ``c_k`` are formed once per round, so each of the ``K`` steps is one batched product
+    (``baddbmm``), where the step-by-step definition launches about 12 operations. On a GPU, where a round of
+    small operations is bound by the launches, that is what counts (LMC-TS, 1,000 replicas on an H100:
+    ``benchmarks/results/gpu.md``); the numbers differ from the definition by float rounding only.
+    """
+    eta = step_size[:, None]  # (R, 1)
+    eye = torch.eye(gram.shape[-1], dtype=gram.dtype, device=gram.device)
+    transition = eye - 2.0 * eta[:, :, None] * gram  # A, (R, d, d)
+    shifts = (2.0 * eta * moment)[:, None, :] + ((2.0 * eta / inverse_temperature[:, None]) ** 0.5)[:, :, None] * noise
+    theta = theta[:, :, None]  # (R, d, 1)
+    for k in range(noise.shape[1]):
+        theta = torch.baddbmm(shifts[:, k, :, None], transition, theta)  # A theta + c_k
+    return theta[:, :, 0]
 
 
 # -- agents.models ---------------------------------------------------------------------------

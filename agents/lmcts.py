@@ -319,6 +319,9 @@ class LMCTS(BanditAgent):
         if isinstance(self.model, LinearModel) and _kernels.enabled(theta, self.model.gram, eta):
             theta = _kernels.linear_langevin(self.model.gram, self.model.moment, theta, eta,
                                              self.inverse_temperature, noise)
+        elif isinstance(self.model, LinearModel) and _kernels.enabled_off_cpu(theta, self.model.gram, eta):
+            theta = _kernels.linear_langevin_affine(self.model.gram, self.model.moment, theta, eta,
+                                                    self.inverse_temperature, noise.to(self.device))
         else:
             theta = langevin_steps(self.model, theta, eta, self.inverse_temperature, noise.to(self.device),
                                    self._minibatches(t))

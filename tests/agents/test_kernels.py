@@ -70,6 +70,31 @@ def test_linear_langevin_kernel_equals_langevin_steps(monkeypatch):
     torch.testing.assert_close(fast, langevin_steps(model, theta, eta, beta, noise), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs CUDA"))])
+def test_linear_langevin_affine_equals_langevin_steps(monkeypatch, device):
+    """The affine form (one product per step, the path off the CPU) is the step-by-step chain up to rounding."""
+    model = _statistics()
+    R, d = model.num_replicas, model.dim
+    gen = torch.Generator().manual_seed(2)
+    theta, noise = torch.randn(R, d, generator=gen), torch.randn(R, 100, d, generator=gen)
+    eta, beta = torch.linspace(1e-3, 1e-2, R), torch.linspace(1.0, 100.0, R)
+    fast = _kernels.linear_langevin_affine(*(t.to(device) for t in (model.gram, model.moment, theta, eta, beta,
+                                                                    noise)))
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+    # 100 contracting steps of O(1) values, each rounded in another order: ~1e-6 accumulated.
+    torch.testing.assert_close(fast.cpu(), langevin_steps(model, theta, eta, beta, noise), rtol=1e-5, atol=1e-5)
+
+
+def test_the_off_cpu_switch_takes_float32_tensors_off_the_cpu_only(monkeypatch):
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
+    assert not _kernels.enabled_off_cpu(torch.zeros(3))  # CPU tensors take the numba kernels instead
+    meta = torch.zeros(3, device="meta")  # a tensor off the CPU, without needing a GPU
+    assert _kernels.enabled_off_cpu(meta) and not _kernels.enabled_off_cpu(meta.double())
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+    assert not _kernels.enabled_off_cpu(meta)
+
+
 def test_linear_scores_and_add_observation_kernels_equal_torch(monkeypatch):
     R, K, d = 6, 9, 5
     _, contexts, _, played, rewards = linear_rounds(2, R, K, d, seed=5)
