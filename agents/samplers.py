@@ -538,6 +538,9 @@ class FGLMCTS(_ChainAgent):
 #: Ensemble sampling's neural step ``eta_0`` (schedule ``eta_0 / t``: a step of 0.05 on the mean squared error); a
 #: constant 0.01 on the summed loss diverged by round 24 on QuadraticBandit-v0 (the curvature grows with the rows).
 NEURAL_STEP_SIZE = 0.05
+#: The neural members' inverse temperature (the scale of their perturbations, ``1 / (2 beta)``): fixed, since the
+#: members are perturbed once, before any reward is seen (LMC-TS's ``"auto"`` needs the observed errors).
+ENSEMBLE_NEURAL_INVERSE_TEMPERATURE = 0.5
 
 #: VITS's neural ``beta``. Its diagonal Gaussian puts independent noise of variance ``1 / (beta U_ii)`` on every
 #: weight, about the prior's ``1 / (2 beta lambda)`` on the many weights whose Gauss-Newton curvature stays near
@@ -561,7 +564,7 @@ class EnsembleSampling(BanditAgent):
 
     Args:
         model, model_kwargs, lambda_reg, inverse_temperature, n_inner_steps: as :class:`agents.lmcts.LMCTS`
-            (the same defaults).
+            (the same defaults, except ``inverse_temperature`` 0.5 for neural models: a number only).
         step_size, step_schedule: ``eta_0`` and ``"inverse_t"`` (default: ``eta_t = eta_0 / t``, a fixed step on
             the mean loss) or ``"constant"``; ``eta_0`` defaults to LMC-TS's (linear 0.3, glm 0.9) and to 0.05 for
             neural models. Unused by the linear model (solved exactly).
@@ -589,7 +592,7 @@ class EnsembleSampling(BanditAgent):
                                  self.lambda_reg.repeat_interleave(M), self.device, members)
         defaults = {**(NEURAL_DEFAULTS if neural else LINEAR_DEFAULTS), "step_schedule": "inverse_t"}
         if inverse_temperature is None:
-            inverse_temperature = (NEURAL_DEFAULTS["inverse_temperature"] if neural
+            inverse_temperature = (ENSEMBLE_NEURAL_INVERSE_TEMPERATURE if neural
                                    else type(self.model).default_inverse_temperature)
         if step_size is None:
             step_size = NEURAL_STEP_SIZE if neural else type(self.model).default_step_size

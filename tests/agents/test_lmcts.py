@@ -106,6 +106,8 @@ def test_lmcts_divergence_raises_naming_round_and_step_size():
         ({"model": "mlp", "step_bound": 0.0}, r"step_bound must be a finite number > 0, got 0\.0"),
         ({"model": "mlp", "step_bound": "tight"}, r"step_bound .* got 'tight'"),
         ({"step_bound": 1.0}, r"step_bound must be None for model='linear', got 1\.0"),
+        ({"model": "mlp", "inverse_temperature": "hot"}, r"inverse_temperature must be .* or 'auto' .*got 'hot'"),
+        ({"inverse_temperature": 0.0}, r"inverse_temperature must be a finite number > 0, got 0\.0"),
     ],
 )
 def test_lmcts_bad_hyperparameters_raise_named_errors(kwargs, match):
@@ -127,6 +129,62 @@ def test_lmcts_defaults_keep_a_rounds_cost_flat():
     assert resolved(model="glm", batch_size=None, n_inner_steps=100) == (100, None, "inverse_t", "none", None)
     assert resolved(model="mlp", preconditioner="none", step_schedule="inverse_t")[2:4] == ("inverse_t", "none")
     assert resolved(model="mlp", step_bound=None)[4] is None
+
+
+def _played_errors(agent: LMCTS, rounds: int, reward_scale: float) -> list[torch.Tensor]:
+    """Play ``rounds`` rounds of made-up data (rewards ``reward_scale`` times a fixed function of the arm) through
+    ``predict``/``update``; return each round's error ``r - f(x; theta)`` of the played arm at the sample that
+    played it, read from the model before the update."""
+    gen = torch.Generator().manual_seed(3)
+    errors = []
+    for _ in range(rounds):
+        obs = torch.randn(agent.num_replicas, agent.n_arms, agent.dim, generator=gen)
+        actions, _ = agent.predict(obs.numpy())
+        x = obs[torch.arange(agent.num_replicas), torch.as_tensor(actions)]  # (R, d)
+        rewards = reward_scale * (x[:, 0] ** 2 + 0.1 * torch.randn(agent.num_replicas, generator=gen))
+        errors.append(rewards - agent.model.scores(agent.theta, x[:, None, :])[:, 0])
+        agent.update(obs.numpy(), actions, rewards.numpy())
+    return errors
+
+
+@pytest.mark.parametrize("reward_scale", [1.0, 40.0])
+def test_auto_temperature_is_one_over_twice_the_prequential_squared_error(reward_scale):
+    """``inverse_temperature="auto"`` (the neural default): after ``n`` rounds
+    ``beta = (1 + sum_s s^2) / (2 (1 + sum_s s^2 e_s^2))``, ``e_s`` round ``s``'s error of the sample that played it on
+    its reward before learning it; the loss's ridge becomes ``lambda 0.5 / beta`` (the prior stays put).
+    Float32 sums of the same numbers in the same order: equal to rounding (rtol 1e-5)."""
+    agent = LMCTS(n_arms=5, dim=3, num_replicas=3, model="mlp", model_kwargs={"hidden": (8,)}, seed=0)
+    assert agent.hyperparameters()["inverse_temperature"] == "auto" and agent.adaptive_temperature
+    torch.testing.assert_close(agent.inverse_temperature, torch.full((3,), 0.5))  # the prior's sigma_0 = 1
+    errors = torch.stack(_played_errors(agent, 30, reward_scale))  # (30, R)
+    weights = torch.arange(1.0, 31.0)[:, None] ** 2  # round s weighs s^2
+    expected = (1.0 + weights.sum()) / (2.0 * (1.0 + (weights * errors**2).sum(dim=0)))
+    torch.testing.assert_close(agent.inverse_temperature, expected, rtol=1e-5, atol=0)
+    torch.testing.assert_close(agent.model.lambda_reg, agent.lambda_reg * 0.5 / expected, rtol=1e-5, atol=0)
+
+
+def test_auto_temperature_follows_the_reward_scale():
+    """Scale-free: rewards 40x larger give squared errors about 1,600x larger, so beta about 1 / 1,600 (the networks
+    fit the two scales differently and the prior pseudo-error is not scaled, hence the wide margin: under 1 / 100)."""
+    betas = []
+    for scale in (1.0, 40.0):
+        agent = LMCTS(n_arms=5, dim=3, num_replicas=3, model="mlp", model_kwargs={"hidden": (8,)}, seed=0)
+        _played_errors(agent, 30, scale)
+        betas.append(agent.inverse_temperature)
+    assert (betas[1] < betas[0] / 100).all(), betas
+
+
+def test_auto_temperature_survives_save_and_load_and_a_number_stays_fixed(tmp_path):
+    agent = LMCTS(n_arms=5, dim=3, num_replicas=2, model="mlp", model_kwargs={"hidden": (8,)}, seed=1)
+    _played_errors(agent, 10, 1.0)
+    agent.save(tmp_path / "agent.zip")
+    loaded = LMCTS.load(tmp_path / "agent.zip")
+    assert loaded.adaptive_temperature
+    torch.testing.assert_close(loaded.inverse_temperature, agent.inverse_temperature, rtol=0, atol=0)
+    fixed = LMCTS(n_arms=5, dim=3, num_replicas=2, model="mlp", model_kwargs={"hidden": (8,)}, seed=1,
+                  inverse_temperature=[0.5, 32.0])
+    _played_errors(fixed, 10, 1.0)
+    assert not fixed.adaptive_temperature and fixed.inverse_temperature.tolist() == [0.5, 32.0]
 
 
 def _mlp_agent_with_data(n_rows: int, n_rare: int = 0, num_replicas: int = 1, hidden: tuple = (50,)) -> LMCTS:

@@ -17,7 +17,9 @@ Measured now (regret of rounds 2,001-3,000 per seed):
 - LMC-TS, seeds 0-9, kernels on [96, 74, 58, 101, 78, 90, 51, 79, 72, 85], off [99, 81, 59, 93, 72, 88, 59, 118,
   78, 74]; seeds 10-29 off: all 20 at 54-99; seeds 10-39 on, T = 2,000: all 30 under 0.15 per round in rounds
   1,501-2,000. No stuck seed in 70 runs: rate below ~4% (95%). With the step bound (commit fbe673e), seeds 0-9:
-  on [97, 85, 75, 113, 64, 82, 62, 82, 68, 85], off [99, 75, 76, 97, 85, 69, 67, 83, 90, 69].
+  on [97, 85, 75, 113, 64, 82, 62, 82, 68, 85], off [99, 75, 76, 97, 85, 69, 67, 83, 90, 69]. With the temperature
+  from the data (``inverse_temperature="auto"``, 2026-11-27), seeds 0-9: on [87, 92, 84, 90, 57, 83, 65, 84, 86, 72],
+  off [91, 86, 96, 92, 67, 90, 71, 100, 90, 76].
   The threshold is 3x the worst seed and 0.1
   under a stuck one. "At least 9 of 10" fails by chance with probability 0.4% at a 1% rate, 6% at 4%.
 - NeuralTS (nu = 6 since 2026-11-26; ``agents/neural.py``), seeds 0-9, on [147, 266, 162, 157, 146, 285, 188,
