@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -160,7 +161,7 @@ def test_agents_shows_the_defaults_lmcts_resolves_for_each_model(capsys):
         match = re.search(rf"\b{name}=(\S+)( \(([^)]*)\))?", shown)
         assert float(match.group(1)) == built["linear"][name], shown  # the default model's, not None
         others = dict(part.split() for part in match.group(3).split(", ")) if match.group(3) else {}
-        assert {model: float(value) for model, value in others.items()} == {
+        assert {model: ast.literal_eval(value) for model, value in others.items()} == {
             model: built[model][name] for model in ("glm", "mlp") if built[model][name] != built["linear"][name]}
     assert "step_size=None" not in shown and "inverse_temperature=None" not in shown
 
