@@ -1,7 +1,10 @@
 """The threading policy (bandit_gym/threads.py) against torch's default threads, idle and with a core busy.
 
 LinUCB, LinTS and LMC-TS (linear model, its defaults) learn on LinearBandit-v0 and Shuttle-v0 (the
-real UCI data, from an OpenML cache) at R = 1 (``gym.make``) and R = 10 (the native batched env), in
+real UCI data, from an OpenML cache) at R = 1 (``gym.make``) and R = 10 (the native batched env), by default;
+``--agents all`` takes every agent at its defaults (``LMCTS-glm`` and ``LMCTS-mlp`` are LMC-TS's other models),
+``--envs`` adds ``ClassificationBandit-v0`` on scikit-learn's digits (d = 640) and, for the neural agents,
+``QuadraticBandit-v0``. Each runs in
 four conditions: torch's default intra-op threads (``BANDIT_GYM_THREADS=torch``, the library then
 changes nothing) or the policy (its default, one thread), each idle and with a second process
 spinning on one core. It prints rounds per second of ``learn`` (the fastest of ``--repeats`` runs)
@@ -9,6 +12,8 @@ and the ratios: policy / torch (the policy's gain) and idle / busy (what a busy 
 
     python benchmarks/threads.py                         # 300 rounds, 2 repeats, both envs
     python benchmarks/threads.py --envs LinearBandit-v0 --rounds 100 --repeats 1
+    python benchmarks/threads.py --agents all --envs ClassificationBandit-v0 --rounds 100  # every agent, digits
+    python benchmarks/threads.py --agents neural --envs QuadraticBandit-v0 --rounds 100     # neural agents
     python benchmarks/threads.py --detours      # the kernels that dodge the pool, under the policy
     python benchmarks/threads.py --step         # a user's own env.step loop: threads and the policy's cost
 
@@ -37,21 +42,46 @@ import gymnasium as gym
 import torch
 
 import bandit_gym  # noqa: F401  (registers the envs)
-from agents import LMCTS, LinTS, LinUCB
+from agents import (
+    GLMTSL,
+    LMCTS,
+    SGDTS,
+    UCBGLM,
+    EpsGreedy,
+    LinTS,
+    LinUCB,
+    NeuralEpsGreedy,
+    NeuralLinUCB,
+    NeuralTS,
+    NeuralUCB,
+)
 from bandit_gym.threads import ENV_VAR
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import cpu_model  # noqa: E402
 
-AGENTS = {"LinUCB": LinUCB, "LinTS": LinTS, "LMCTS": LMCTS}
+#: Row name -> (agent class, constructor keywords besides the env): every agent at its defaults.
+AGENTS = {
+    "LinUCB": (LinUCB, {}), "LinTS": (LinTS, {}), "LMCTS": (LMCTS, {}), "EpsGreedy": (EpsGreedy, {}),
+    "LMCTS-glm": (LMCTS, {"model": "glm"}), "UCBGLM": (UCBGLM, {}), "GLMTSL": (GLMTSL, {}), "SGDTS": (SGDTS, {}),
+    "LMCTS-mlp": (LMCTS, {"model": "mlp"}), "NeuralUCB": (NeuralUCB, {}), "NeuralTS": (NeuralTS, {}),
+    "NeuralLinUCB": (NeuralLinUCB, {}), "NeuralEpsGreedy": (NeuralEpsGreedy, {}),
+}
+NEURAL = ["LMCTS-mlp", "NeuralUCB", "NeuralTS", "NeuralLinUCB", "NeuralEpsGreedy"]
+ENVS = ["LinearBandit-v0", "Shuttle-v0", "ClassificationBandit-v0", "QuadraticBandit-v0"]
 MODES = {"torch": "torch", "policy": None}  # the variable's value; None: unset (the policy's default)
 DEFAULT_CACHE = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "openml_cache"
 
 
 def make_env(env_id: str, replicas: int, rounds: int, cache: Path | None):
     kwargs = {"horizon": rounds + 1}
-    if env_id != "LinearBandit-v0":
+    if env_id == "Shuttle-v0":
         kwargs["cache_dir"] = str(cache)
+    elif env_id == "ClassificationBandit-v0":  # scikit-learn's digits: 10 classes x 64 pixels, d = 640
+        from sklearn.datasets import load_digits
+
+        digits = load_digits()
+        kwargs.update(X=digits.data, y=digits.target)
     if replicas == 1:
         return gym.make(env_id, **kwargs)
     return gym.make_vec(env_id, num_envs=replicas, vectorization_mode="vector_entry_point", **kwargs)
@@ -62,7 +92,8 @@ def rounds_per_second(env_id: str, agent: str, replicas: int, rounds: int, repea
     best = float("inf")
     for _ in range(repeats):
         env = make_env(env_id, replicas, rounds, cache)
-        learner = AGENTS[agent](env, seed=0, device="cpu")
+        agent_class, agent_kwargs = AGENTS[agent]
+        learner = agent_class(env, seed=0, device="cpu", **agent_kwargs)
         start = time.perf_counter()
         learner.learn(total_timesteps=rounds)
         best = min(best, time.perf_counter() - start)
@@ -200,15 +231,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=2, help="runs per cell; the fastest is printed")
-    parser.add_argument("--envs", nargs="+", default=["LinearBandit-v0", "Shuttle-v0"],
-                        choices=["LinearBandit-v0", "Shuttle-v0"])
-    parser.add_argument("--agents", nargs="+", default=list(AGENTS), choices=list(AGENTS))
+    parser.add_argument("--envs", nargs="+", default=ENVS[:2], choices=ENVS,
+                        help="QuadraticBandit-v0 runs the neural agents only (default: LinearBandit-v0 Shuttle-v0)")
+    parser.add_argument("--agents", nargs="+", default=["LinUCB", "LinTS", "LMCTS"],
+                        choices=[*AGENTS, "all", "neural"], help="names, or all / neural (default: LinUCB LinTS LMCTS)")
     parser.add_argument("--replicas", nargs="+", type=int, default=[1, 10])
     parser.add_argument("--cache-dir", type=Path,
                         default=Path(os.environ.get("BANDIT_GYM_TEST_OPENML_CACHE", DEFAULT_CACHE)))
     parser.add_argument("--detours", action="store_true", help="time the pool-dodging kernels instead")
     parser.add_argument("--step", action="store_true", help="time a user's own env.step loop instead")
     args = parser.parse_args()
+    groups = {"all": list(AGENTS), "neural": NEURAL}
+    args.agents = list(dict.fromkeys(a for name in args.agents for a in groups.get(name, [name])))
     if args.detours or args.step:
         if args.detours:
             detours()
@@ -228,6 +262,8 @@ def main() -> None:
         for env_id in args.envs:
             for replicas in args.replicas:
                 for agent in args.agents:
+                    if env_id == "QuadraticBandit-v0" and agent not in NEURAL:
+                        continue  # the linear models cannot learn it: the issue asks for the neural agents there
                     rounds_per_second(env_id, agent, replicas, 5, 1, cache)  # compile and warm up
                     speed = {}
                     load = os.getloadavg()[0]

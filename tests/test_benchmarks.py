@@ -133,3 +133,16 @@ x = 1
     assert code_size.count_lines(toy, *code_size.span(toy, "A.f")) == 3
     with pytest.raises(ValueError, match="'A.g'"):
         code_size.span(toy, "A.g")
+
+
+@pytest.mark.slow  # a subprocess; each cell runs 4 conditions, two with a spinning process beside them (~10 s)
+def test_threads_benchmark_covers_digits_and_the_neural_agents_on_the_quadratic_bandit():
+    out = subprocess.run(
+        [sys.executable, "benchmarks/threads.py", "--agents", "LinUCB", "NeuralTS", "--envs", "ClassificationBandit-v0",
+         "QuadraticBandit-v0", "--rounds", "3", "--repeats", "1", "--replicas", "1"],
+        cwd=ROOT, capture_output=True, text=True, check=True, timeout=300,
+    ).stdout
+    rows = [line.split(" | ")[:3] for line in out.splitlines() if line.startswith("| ") and "Bandit" in line]
+    # LinUCB on digits; NeuralTS on digits and on the quadratic bandit (the linear agents are left out there).
+    assert rows == [["| ClassificationBandit-v0", "1", "LinUCB"], ["| ClassificationBandit-v0", "1", "NeuralTS"],
+                    ["| QuadraticBandit-v0", "1", "NeuralTS"]], out
