@@ -214,14 +214,16 @@ class LMCTS(BanditAgent):
             (linear 0.3, glm 0.9; neural 0.01, a fraction of each coordinate's inverse curvature with the
             preconditioner: ``NEURAL_DEFAULTS``; the grid searches in ``docs/agents.md``).
         inverse_temperature: ``beta > 0``, a number or one per replica; the chain targets
-            ``exp(-beta L_t)``. ``"auto"``: ``beta_t = 1 / (2 sigma_t^2)`` from the observed reward noise (below).
+            ``exp(-beta L_t)``. ``"auto"``: ``beta_t = 1 / (2 sigma_t^2)`` from the observed reward noise (below;
+            neural models only).
             None: the model's default (linear 10, glm 30, neural ``"auto"``). See
             :func:`paper_inverse_temperature` for the paper's scaling.
         n_inner_steps: Langevin steps per round ``K`` (>= 1; one value for all replicas: it sets
             the shape of each round's noise draw). None: 100 for the linear model (each step ``O(d^2)``),
             20 for ``"glm"`` and 10 for neural models (each step ``O(B)``): a flat cost per round.
         lambda_reg: Ridge weight ``lambda > 0`` of the loss, a number or one per replica. None: 1, or
-            2 for neural models (``NEURAL_DEFAULTS``; the prior is ``N(0, 1 / (2 beta lambda))``).
+            2 for neural models (``NEURAL_DEFAULTS``; the prior is ``N(0, 1 / (2 beta lambda))``, and with
+            ``inverse_temperature="auto"`` ``N(0, 1 / (2 beta_0 lambda))``, ``N(0, 0.5)`` at the default).
         step_schedule: ``"inverse_t"`` (``eta_t = eta_0 / t``) or ``"constant"``. None: ``"constant"`` with
             the diagonal preconditioner (``M`` carries the ``1 / t``), else ``"inverse_t"``.
         batch_size: Mini-batch size ``B`` of the gradients (stochastic gradient Langevin
@@ -306,10 +308,14 @@ class LMCTS(BanditAgent):
             raise ValueError(f"inverse_temperature must be a number > 0, one per replica, or 'auto' (from the observed "
                              f"reward noise), got {inverse_temperature!r}")
         self.adaptive_temperature = isinstance(inverse_temperature, str)
-        if self.adaptive_temperature:  # beta_t = n / (2 sum of squared errors), one pseudo-error of 1 (sigma_0 = 1)
+        if self.adaptive_temperature and not neural:
+            raise ValueError(f"inverse_temperature must be a number for model={model!r}, got 'auto'; the temperature "
+                             "from the data is for neural models (the squared loss's noise; the linear model's Gram "
+                             "matrix holds its ridge, and the logistic loss has no noise scale)")
+        if self.adaptive_temperature:  # beta_t = 1 / (2 sigma_t^2), one pseudo-error of 1 (sigma_0 = 1)
             self._hyperparameters["inverse_temperature"] = "auto"
-            self.squared_error = torch.ones(self.num_replicas, device=self.device)  # (R,) 1 + sum_s e_s^2
-            self.error_count = torch.ones(self.num_replicas, device=self.device)  # (R,) 1 + n_t
+            self.squared_error = torch.ones(self.num_replicas, device=self.device)  # (R,) 1 + sum_s s^2 e_s^2
+            self.error_count = torch.ones(self.num_replicas, device=self.device)  # (R,) 1 + sum_s s^2
             self._set_inverse_temperature(self.error_count / (2.0 * self.squared_error))  # (R,) beta_0 at first
         else:
             self.inverse_temperature = self._hyperparameter("inverse_temperature", inverse_temperature, minimum=0,

@@ -108,6 +108,8 @@ def test_lmcts_divergence_raises_naming_round_and_step_size():
         ({"step_bound": 1.0}, r"step_bound must be None for model='linear', got 1\.0"),
         ({"model": "mlp", "inverse_temperature": "hot"}, r"inverse_temperature must be .* or 'auto' .*got 'hot'"),
         ({"inverse_temperature": 0.0}, r"inverse_temperature must be a finite number > 0, got 0\.0"),
+        ({"inverse_temperature": "auto"}, r"inverse_temperature must be a number for model='linear', got 'auto'"),
+        ({"model": "glm", "inverse_temperature": "auto"}, r"inverse_temperature must be a number for model='glm'"),
     ],
 )
 def test_lmcts_bad_hyperparameters_raise_named_errors(kwargs, match):
