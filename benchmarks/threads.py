@@ -42,31 +42,17 @@ import gymnasium as gym
 import torch
 
 import bandit_gym  # noqa: F401  (registers the envs)
-from agents import (
-    GLMTSL,
-    LMCTS,
-    SGDTS,
-    UCBGLM,
-    EpsGreedy,
-    LinTS,
-    LinUCB,
-    NeuralEpsGreedy,
-    NeuralLinUCB,
-    NeuralTS,
-    NeuralUCB,
-)
 from bandit_gym.threads import ENV_VAR
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import cpu_model  # noqa: E402
+from real_data import AGENTS as ALL_AGENTS  # noqa: E402
 
-#: Row name -> (agent class, constructor keywords besides the env): every agent at its defaults.
-AGENTS = {
-    "LinUCB": (LinUCB, {}), "LinTS": (LinTS, {}), "LMCTS": (LMCTS, {}), "EpsGreedy": (EpsGreedy, {}),
-    "LMCTS-glm": (LMCTS, {"model": "glm"}), "UCBGLM": (UCBGLM, {}), "GLMTSL": (GLMTSL, {}), "SGDTS": (SGDTS, {}),
-    "LMCTS-mlp": (LMCTS, {"model": "mlp"}), "NeuralUCB": (NeuralUCB, {}), "NeuralTS": (NeuralTS, {}),
-    "NeuralLinUCB": (NeuralLinUCB, {}), "NeuralEpsGreedy": (NeuralEpsGreedy, {}),
-}
+#: Row name -> (agent class, constructor keywords besides the env): real_data.py's rows at their defaults, without
+#: the posterior samplers of issue 22 and uniform play.
+AGENTS = {name: ALL_AGENTS[name] for name in (
+    "LinUCB", "LinTS", "LMCTS", "EpsGreedy", "LMCTS-glm", "UCBGLM", "GLMTSL", "SGDTS",
+    "LMCTS-mlp", "NeuralUCB", "NeuralTS", "NeuralLinUCB", "NeuralEpsGreedy")}
 NEURAL = ["LMCTS-mlp", "NeuralUCB", "NeuralTS", "NeuralLinUCB", "NeuralEpsGreedy"]
 ENVS = ["LinearBandit-v0", "Shuttle-v0", "ClassificationBandit-v0", "QuadraticBandit-v0"]
 MODES = {"torch": "torch", "policy": None}  # the variable's value; None: unset (the policy's default)
