@@ -23,6 +23,7 @@ from agents.base import BanditAgent, DivergenceError, chosen_rows
 from agents.langevin import langevin_update
 from agents.mlp import MLP, build_model, is_neural
 from agents.models import LinearModel, RewardModel, agent_state, load_agent_state
+from agents.noise import NoiseEstimate
 from agents.validation import check_choice, check_float, check_int
 from bandit_gym.rng import Stream
 
@@ -314,9 +315,8 @@ class LMCTS(BanditAgent):
                              "matrix holds its ridge, and the logistic loss has no noise scale)")
         if self.adaptive_temperature:  # beta_t = 1 / (2 sigma_t^2), one pseudo-error of 1 (sigma_0 = 1)
             self._hyperparameters["inverse_temperature"] = "auto"
-            self.squared_error = torch.ones(self.num_replicas, device=self.device)  # (R,) 1 + sum_s s^2 e_s^2
-            self.error_count = torch.ones(self.num_replicas, device=self.device)  # (R,) 1 + sum_s s^2
-            self._set_inverse_temperature(self.error_count / (2.0 * self.squared_error))  # (R,) beta_0 at first
+            self.noise = NoiseEstimate(self.num_replicas, self.device)  # sigma_t^2, 1 before any reward
+            self._set_inverse_temperature(0.5 * self.noise.precision())  # (R,) beta_0 at first
         else:
             self.inverse_temperature = self._hyperparameter("inverse_temperature", inverse_temperature, minimum=0,
                                                             strict=True)
@@ -349,10 +349,8 @@ class LMCTS(BanditAgent):
         if self.adaptive_temperature:  # the played sample's error on this round's reward, before learning it
             if predicted is None:
                 predicted = self.model.scores(self.theta, x[:, None, :])  # (R, 1)
-            weight = float(self.t) ** 2  # round s weighs s^2: the errors of the first rounds, before any learning, fade
-            self.squared_error = self.squared_error + weight * (rewards - predicted[:, 0]) ** 2
-            self.error_count = self.error_count + weight
-            self._set_inverse_temperature(self.error_count / (2.0 * self.squared_error))  # 1 / (2 sigma_t^2)
+            self.noise.update(self.t, predicted[:, 0], rewards)
+            self._set_inverse_temperature(0.5 * self.noise.precision())  # 1 / (2 sigma_t^2)
         self.model.add(x, rewards)  # (R, d), (R,)
         if self.t % self.train_every == 0:
             self.theta = self._sample(self.t + 1, self.theta)
@@ -420,7 +418,7 @@ class LMCTS(BanditAgent):
         if self.preconditioner == "diagonal":
             state["curvature"] = self.curvature
         if self.adaptive_temperature:
-            state.update(squared_error=self.squared_error, error_count=self.error_count)
+            state.update(self.noise.state())
         return state
 
     def _load_state(self, state: dict[str, torch.Tensor]) -> None:
@@ -428,6 +426,5 @@ class LMCTS(BanditAgent):
         if self.preconditioner == "diagonal":
             self.curvature = state["curvature"].to(self.device)
         if self.adaptive_temperature:
-            self.squared_error = state["squared_error"].to(self.device)
-            self.error_count = state["error_count"].to(self.device)
-            self._set_inverse_temperature(self.error_count / (2.0 * self.squared_error))
+            self.noise.load_state(state)
+            self._set_inverse_temperature(0.5 * self.noise.precision())

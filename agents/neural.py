@@ -21,6 +21,7 @@ from agents.base import BanditAgent, chosen_rows
 from agents.linear import EpsilonGreedyRule, sherman_morrison
 from agents.mlp import NEURAL_LAMBDA_REG, MLPModel, build_model
 from agents.models import RewardModel, agent_state, load_agent_state
+from agents.noise import NoiseEstimate
 from agents.validation import check_int
 from bandit_gym.rng import Stream
 
@@ -44,8 +45,9 @@ class _NeuralAgent(BanditAgent):
         model: ``"mlp"``, an :class:`agents.mlp.MLP`, or an ``nn.Module`` mapping ``(..., d) -> (...)``.
         model_kwargs: Keywords of the model, e.g. ``{"hidden": (20, 20, 20), "activation": "relu"}``.
         exploration_scale: ``nu`` (UCB / TS), ``alpha`` (Neural-LinUCB) or ``c`` (epsilon-greedy),
-            ``>= 0``; a number or one per replica. None: the agent's default (NeuralTS 6, NeuralUCB 1,
-            Neural-LinUCB 3, epsilon-greedy 1).
+            ``>= 0``; a number or one per replica. None: the agent's default (NeuralTS 9, NeuralUCB 1,
+            Neural-LinUCB 3, epsilon-greedy 1). NeuralUCB's, NeuralTS's and Neural-LinUCB's widths are also
+            scaled by the reward noise ``sigma_t`` (``noise_scale``, :class:`_WidthAgent`).
         lambda_reg: ``lambda > 0``: the loss's ridge weight and the design matrix's prior (default 1e-3,
             see ``agents.mlp.NEURAL_LAMBDA_REG``).
         step_size: ``eta_0 > 0`` of ``eta_t = eta_0 / t``; a number or one per replica. None: the agent's
@@ -120,7 +122,51 @@ class _NeuralAgent(BanditAgent):
         self.theta = load_agent_state(self.model, state)
 
 
-class _DiagonalAgent(_NeuralAgent):
+class _WidthAgent(_NeuralAgent):
+    """NeuralUCB, NeuralTS, Neural-LinUCB: an exploration width in reward units, times the reward noise ``sigma_t``.
+
+    Their widths are posterior standard deviations for a reward noise of 1 (``sigma(x)`` below); the noise of the
+    problem scales them. Args (besides :class:`_NeuralAgent`'s):
+        noise_scale: ``sigma``, the reward noise's standard deviation the widths assume: ``"auto"`` (default) for
+            the estimate from the data, ``sigma_t`` of :class:`agents.noise.NoiseEstimate` (the prequential error of
+            the network that played, the estimate that sets neural LMC-TS's temperature); a number ``> 0`` (or one
+            per replica) to fix it; ``1`` is these agents' rule before 2026-11-27.
+    With ``"auto"`` the agent explores on the scale of its own errors: a reward rescaled by ``c`` rescales the
+    widths by ``c`` as it rescales the network's outputs, so ``exploration_scale`` is scale-free.
+    """
+
+    def __init__(self, env=None, *, noise_scale: Any = "auto", **kwargs) -> None:
+        super().__init__(env, **kwargs)
+        if isinstance(noise_scale, str) and noise_scale != "auto":
+            raise ValueError(f"noise_scale must be a number > 0, one per replica, or 'auto' (estimated from the "
+                             f"data), got {noise_scale!r}")
+        self.adaptive_noise = isinstance(noise_scale, str)
+        if self.adaptive_noise:
+            self.noise = NoiseEstimate(self.num_replicas, self.device)
+            self._hyperparameters["noise_scale"] = "auto"
+        else:
+            self.fixed_noise_scale = self._hyperparameter("noise_scale", noise_scale, minimum=0, strict=True)
+
+    def noise_scale(self) -> torch.Tensor:
+        """``sigma_t`` per replica ``(R,)``: the estimate (``"auto"``) or the fixed number."""
+        return self.noise.variance().sqrt() if self.adaptive_noise else self.fixed_noise_scale
+
+    def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
+        if self.adaptive_noise:  # the playing network's error on this round's reward, before learning it
+            x = chosen_rows(contexts, actions)  # (R, d)
+            self.noise.update(self.t, self.model.scores(self.theta, x[:, None, :])[:, 0], rewards)
+        super()._observe(contexts, actions, rewards)
+
+    def _state(self) -> dict[str, torch.Tensor]:
+        return {**super()._state(), **(self.noise.state() if self.adaptive_noise else {})}
+
+    def _load_state(self, state: dict[str, torch.Tensor]) -> None:
+        super()._load_state(state)
+        if self.adaptive_noise:
+            self.noise.load_state(state)
+
+
+class _DiagonalAgent(_WidthAgent):
     """NeuralUCB / NeuralTS: the width ``sigma(x) = sqrt(lambda g(x)^T Z^-1 g(x))``, ``g(x) = df(x; theta)/dtheta``.
 
     ``Z = lambda I + sum_i g(x_i) g(x_i)^T`` over the played arms is approximated by its diagonal
@@ -164,7 +210,7 @@ class NeuralUCB(_DiagonalAgent):
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
         mean, width = self.widths(contexts)
-        return self._argmax(mean + self.exploration_scale[:, None] * width)
+        return self._argmax(mean + (self.exploration_scale * self.noise_scale())[:, None] * width)
 
 
 class NeuralTS(_DiagonalAgent):
@@ -177,21 +223,22 @@ class NeuralTS(_DiagonalAgent):
         Zhang, Zhou, Li and Gu (2021), "Neural Thompson sampling", ICLR.
     """
 
-    #: ``nu``. ``nu^2 sigma(x)^2 = nu^2 lambda g^T U^-1 g`` is the linearised network's posterior variance for a
-    #: reward noise of standard deviation ``nu sqrt(lambda)`` (and a prior variance ``nu^2`` per weight): at nu = 3
-    #: and lambda = 1e-3 the draws assumed a noise of 0.09 against the quadratic bandit's 1, and 7 of seeds 0-49
-    #: never sampled their way out of a badly ranked network (late regret 409-641). nu = 6 (assumed noise 0.19):
-    #: 49 of seeds 0-49 learnt, kernels on and off alike; the calibrated nu = 1 / sqrt(lambda) over-explores with
-    #: the diagonal U, whose widths count all p weights (benchmarks/results/quadratic_paper.md section 6).
-    default_exploration_scale = 6.0
+    #: ``nu``. ``nu^2 sigma_t^2 sigma(x)^2 = nu^2 sigma_t^2 lambda g^T U^-1 g`` is the linearised network's posterior
+    #: variance for a reward noise of standard deviation ``nu sigma_t sqrt(lambda)`` (``sigma_t``: ``noise_scale``).
+    #: Chosen on QuadraticBandit-v0 (seeds 0-49, T = 3,000) by its stuck seeds (a network that never samples its way
+    #: out of a bad ranking: late regret 0.4-0.7 a round). With ``sigma_t`` fixed at 1: nu = 3 left 7 of 50 stuck,
+    #: nu = 6 1 of 50. With ``noise_scale="auto"`` (``sigma_t`` 1.0-1.2 there): nu = 4 5 of 50, nu = 6 4 of 50
+    #: (kernels on and off alike), nu = 9 1 of 50; the calibrated nu = 1 / sqrt(lambda) over-explores with the
+    #: diagonal U, whose widths count all p weights (benchmarks/results/quadratic_paper.md sections 6 and 7).
+    default_exploration_scale = 9.0
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
         mean, width = self.widths(contexts)
         z = self._draws("normal", Stream.SAMPLE, (self.n_arms,)).to(self.device)  # (R, K)
-        return self._argmax(mean + self.exploration_scale[:, None] * width * z)
+        return self._argmax(mean + (self.exploration_scale * self.noise_scale())[:, None] * width * z)
 
 
-class NeuralLinUCB(_NeuralAgent):
+class NeuralLinUCB(_WidthAgent):
     """Neural-LinUCB (Xu et al. 2022): UCB on the last layer,
     ``argmax_x f(x; theta) + alpha sqrt(phi(x)^T A^-1 phi(x))``.
 
@@ -218,7 +265,7 @@ class NeuralLinUCB(_NeuralAgent):
         mean, inputs = self.model.forward(self.theta, contexts)  # (R, K), layer inputs
         phi = inputs[-1]  # (R, K, m)
         width = ((phi @ self.feature_gram_inverse) * phi).sum(dim=-1).clamp(min=0).sqrt()  # (R, K)
-        return self._argmax(mean + self.exploration_scale[:, None] * width)
+        return self._argmax(mean + (self.exploration_scale * self.noise_scale())[:, None] * width)
 
     def _explore_update(self, x: torch.Tensor) -> None:
         phi = self.model.features(self.theta, x[:, None, :])[:, 0]  # (R, m)

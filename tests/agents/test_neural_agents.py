@@ -148,12 +148,13 @@ def test_neural_defaults_are_the_tuned_values():
     lmcts = LMCTS(n_arms=5, dim=3, model="mlp", seed=0, device="cpu")
     assert {k: lmcts.hyperparameters()[k] for k in NEURAL_DEFAULTS} == NEURAL_DEFAULTS
     assert LMCTS(n_arms=5, dim=3, seed=0, device="cpu").hyperparameters()["inverse_temperature"] == 10.0
-    expected = {NeuralTS: (0.003, 6.0), NeuralUCB: (0.003, 1.0), NeuralLinUCB: (0.01, 3.0),
+    expected = {NeuralTS: (0.003, 9.0), NeuralUCB: (0.003, 1.0), NeuralLinUCB: (0.01, 3.0),
                 NeuralEpsGreedy: (0.01, 1.0)}
     for cls, (step_size, exploration_scale) in expected.items():
         agent = cls(n_arms=5, dim=3, seed=0, device="cpu")
         assert (agent.step_size.item(), agent.exploration_scale.item(), agent.batch_size) == pytest.approx(
             (step_size, exploration_scale, 32))
+        assert agent.hyperparameters().get("noise_scale", "auto") == "auto"
 
 
 def test_neural_and_linear_epsilon_greedy_share_one_rule():
@@ -176,3 +177,82 @@ def test_neural_and_linear_epsilon_greedy_share_one_rule():
         for agent in (linear, neural):
             agent.update(obs, a, rewards.gather(1, a[:, None])[:, 0])
     assert len(set(torch.cat(played).tolist())) == 5  # 60 draws reach every arm
+
+
+WIDTH_AGENTS = [NeuralUCB, NeuralTS, NeuralLinUCB]
+
+
+def _played_errors(agent, n, reward_scale):
+    """Play ``n`` rounds of ``reward_scale x x_0^2``; return each round's error of the network that played, on the
+    played arm's reward, before the update learnt it ``[(R,)]``."""
+    errors = []
+    for obs, rewards in rounds(agent.num_replicas, n):
+        actions = agent.predict(obs)[0]
+        played = reward_scale * rewards.gather(1, actions[:, None])[:, 0]
+        x = obs[torch.arange(agent.num_replicas), actions]  # (R, d)
+        errors.append(played - agent.model.scores(agent.theta, x[:, None, :])[:, 0])
+        agent.update(obs, actions, played)
+    return errors
+
+
+@pytest.mark.parametrize("cls", WIDTH_AGENTS)
+def test_auto_noise_scale_is_the_prequential_error(cls):
+    """``noise_scale="auto"`` (the default of NeuralUCB, NeuralTS, Neural-LinUCB): after ``n`` rounds
+    ``sigma_t^2 = (1 + sum_s s^2 e_s^2) / (1 + sum_s s^2)`` (agents/noise.py), ``e_s`` the playing network's error on
+    round ``s``'s reward. Float32 sums of the same numbers in the same order: equal to rounding (rtol 1e-5)."""
+    agent = make(cls, 3, seed=0)
+    assert agent.hyperparameters()["noise_scale"] == "auto" and agent.adaptive_noise
+    torch.testing.assert_close(agent.noise_scale(), torch.ones(3))  # sigma_0 = 1 before any reward
+    errors = torch.stack(_played_errors(agent, 20, 1.0))  # (20, R)
+    weights = torch.arange(1.0, 21.0)[:, None] ** 2
+    expected = ((1.0 + (weights * errors**2).sum(dim=0)) / (1.0 + weights.sum())).sqrt()
+    torch.testing.assert_close(agent.noise_scale(), expected, rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("cls", WIDTH_AGENTS)
+def test_widths_are_scaled_by_the_noise_estimate(cls):
+    """The auto agent chooses as the same agent with ``sigma`` fixed at its current estimate: the scores use
+    ``nu sigma_t`` in place of ``nu`` (a copy with the estimate fixed plays the same arms on fresh contexts, for
+    TS from the same generator state). And the estimate matters: with sigma 100x larger the arms change."""
+    import copy
+
+    agent = make(cls, 4, seed=2, exploration_scale=3.0)
+    _played_errors(agent, 15, 1.0)
+    fixed, wide = copy.deepcopy(agent), copy.deepcopy(agent)
+    fixed.adaptive_noise = wide.adaptive_noise = False
+    fixed.fixed_noise_scale = agent.noise_scale().clone()
+    wide.fixed_noise_scale = 100.0 * agent.noise_scale()
+    differ = False
+    for obs, _ in rounds(4, n=10, seed=9):
+        chosen = agent.predict(obs)[0]
+        assert torch.equal(chosen, fixed.predict(obs)[0])
+        differ |= not torch.equal(chosen, wide.predict(obs)[0])
+    assert differ
+
+
+def test_auto_noise_scale_follows_the_reward_scale():
+    """Scale-free: rewards 40x larger give errors about 40x larger, so sigma_t about 40x (the networks fit the two
+    scales differently and the pseudo-error of 1 is not scaled, hence the wide margin: more than 10x). The step
+    size is small enough for the larger rewards' gradients (at the default 0.003 the 40x run diverges)."""
+    sigmas = []
+    for scale in (1.0, 40.0):
+        agent = make(NeuralTS, 3, seed=0, step_size=1e-5)
+        _played_errors(agent, 30, scale)
+        sigmas.append(agent.noise_scale())
+    assert (sigmas[1] > 10 * sigmas[0]).all(), sigmas
+
+
+def test_noise_estimate_survives_save_and_load_and_a_number_stays_fixed(tmp_path):
+    agent = make(NeuralUCB, 2, seed=1)
+    _played_errors(agent, 10, 1.0)
+    agent.save(tmp_path / "agent.zip")
+    loaded = NeuralUCB.load(tmp_path / "agent.zip")
+    assert loaded.adaptive_noise
+    torch.testing.assert_close(loaded.noise_scale(), agent.noise_scale(), rtol=0, atol=0)
+    fixed = make(NeuralUCB, 2, seed=1, noise_scale=[1.0, 0.25])
+    _played_errors(fixed, 10, 1.0)
+    assert not fixed.adaptive_noise and fixed.noise_scale().tolist() == [1.0, 0.25]
+    with pytest.raises(ValueError, match="noise_scale must be a number > 0, one per replica, or 'auto'.*'fixed'"):
+        make(NeuralTS, 1, seed=0, noise_scale="fixed")
+    with pytest.raises(TypeError, match="noise_scale"):
+        make(NeuralEpsGreedy, 1, seed=0, noise_scale=1.0)
