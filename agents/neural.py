@@ -199,7 +199,7 @@ class _DiagonalAgent(_WidthAgent):
 
 
 class NeuralUCB(_DiagonalAgent):
-    """NeuralUCB: play ``argmax_x f(x; theta) + nu sigma(x)`` (Zhou et al. 2020), diagonal ``Z``.
+    """NeuralUCB: play ``argmax_x f(x; theta) + nu sigma_t sigma(x)`` (Zhou et al. 2020), diagonal ``Z``.
 
     See :class:`_NeuralAgent` for the arguments (``exploration_scale`` is ``nu``; the paper's
     ``1/sqrt(m)`` factor of the width is absorbed into it).
@@ -214,7 +214,7 @@ class NeuralUCB(_DiagonalAgent):
 
 
 class NeuralTS(_DiagonalAgent):
-    """NeuralTS: play ``argmax_x`` of a draw from ``N(f(x; theta), nu^2 sigma(x)^2)`` per arm (Zhang et al. 2021).
+    """NeuralTS: play ``argmax_x`` of ``N(f(x; theta), nu^2 sigma_t^2 sigma(x)^2)``, drawn per arm (Zhang et al. 2021).
 
     One independent normal per arm and round (stream ``SAMPLE``); diagonal ``Z``. See
     :class:`_NeuralAgent` for the arguments (``exploration_scale`` is ``nu``).
@@ -240,7 +240,7 @@ class NeuralTS(_DiagonalAgent):
 
 class NeuralLinUCB(_WidthAgent):
     """Neural-LinUCB (Xu et al. 2022): UCB on the last layer,
-    ``argmax_x f(x; theta) + alpha sqrt(phi(x)^T A^-1 phi(x))``.
+    ``argmax_x f(x; theta) + alpha sigma_t sqrt(phi(x)^T A^-1 phi(x))``.
 
     ``phi(x)`` is the last hidden layer's output and ``A = lambda I + sum_i phi(x_i) phi(x_i)^T``
     over the played arms (with the features of the round they were played), kept as ``A^-1``

@@ -183,7 +183,7 @@ def test_agents_describes_each_agent_in_whole_sentences(capsys):
         first_paragraph = inspect.getdoc(getattr(__import__("agents"), name)).split("\n\n")[0]
         assert summary == " ".join(first_paragraph.split()), name
         assert summary.endswith("."), (name, summary)
-    assert blocks["NeuralLinUCB"][0].endswith("alpha sqrt(phi(x)^T A^-1 phi(x))``.")
+    assert blocks["NeuralLinUCB"][0].endswith("alpha sigma_t sqrt(phi(x)^T A^-1 phi(x))``.")
 
 
 def test_demo_on_a_dataset_env_without_its_data_says_how_to_get_it(capsys, tmp_path, monkeypatch):
