@@ -116,8 +116,50 @@ def feature_scales(square_sum: torch.Tensor, n_rows: int) -> torch.Tensor:
     return torch.where(mean_square > 0, mean_square, torch.ones_like(mean_square))
 
 
-def _is_power_of_two(t: int) -> bool:
+def is_power_of_two(t: int) -> bool:
     return t & (t - 1) == 0
+
+
+class ArmFeatures:
+    """The model features ``z`` of the linear agents and linear LMC-TS, and the mean squares that scale them.
+
+    ``z = (x, e_k)`` for arm ``k``: its ``d`` features and a one-hot of its index, a constant per arm (module
+    docstring). ``intercept``: None adds the constants where the arms are one-hot blocks (:func:`one_hot_blocks`,
+    checked per replica and round; the columns exist when ``K`` divides ``d`` and are zero elsewhere), True always,
+    False never. :meth:`record` keeps the sum of squares of every shown arm row's features, and :meth:`scales` gives
+    ``D``'s diagonal, each feature's mean square over them (:func:`feature_scales`).
+    """
+
+    def __init__(self, num_replicas: int, n_arms: int, dim: int, intercept: bool | None, device: torch.device) -> None:
+        if not (intercept is None or isinstance(intercept, bool)):
+            raise ValueError(f"intercept must be None (one-hot-block arms only), True or False, got {intercept!r}")
+        self.dim, self.intercept = dim, intercept
+        with_constants = intercept is True or (intercept is None and dim % n_arms == 0)
+        #: Model features per arm ``p``: ``d``, plus ``K`` per-arm constants.
+        self.model_dim = dim + (n_arms if with_constants else 0)
+        self.square_sum = torch.zeros(num_replicas, self.model_dim, device=device)  # sum of z_j^2 (R, p)
+        self.rows_seen = 0  # arm rows in square_sum (K per round)
+
+    def __call__(self, contexts: torch.Tensor) -> torch.Tensor:
+        """The model features ``z`` of every arm: ``(R, K, d) -> (R, K, p)``."""
+        if self.model_dim == self.dim:
+            return contexts
+        return with_intercepts(contexts, None if self.intercept else one_hot_blocks(contexts))
+
+    def record(self, z: torch.Tensor) -> None:
+        """Add a round's shown rows ``z`` ``(R, K, p)`` to the sums of squares."""
+        self.square_sum = self.square_sum + (z * z).sum(dim=1)
+        self.rows_seen += z.shape[1]
+
+    def scales(self) -> torch.Tensor:
+        """``D``'s diagonal ``(R, p)``: each feature's mean square over the rows recorded, 1 where it is 0."""
+        return feature_scales(self.square_sum, self.rows_seen)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"square_sum": self.square_sum, "rows_seen": torch.tensor(self.rows_seen)}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.square_sum, self.rows_seen = state["square_sum"], int(state["rows_seen"])
 
 
 class _RidgeStatistics:
@@ -130,30 +172,23 @@ class _RidgeStatistics:
 
     def _init_statistics(self, lambda_reg: Any, intercept: bool | None, scale_features: bool) -> None:
         self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
-        if not (intercept is None or isinstance(intercept, bool)):
-            raise ValueError(f"intercept must be None (one-hot-block arms only), True or False, got {intercept!r}")
         if not isinstance(scale_features, bool):
             raise ValueError(f"scale_features must be True or False, got {scale_features!r}")
+        self.arm_features = ArmFeatures(self.num_replicas, self.n_arms, self.dim, intercept, self.device)
         self._hyperparameters["intercept"], self._hyperparameters["scale_features"] = intercept, scale_features
         self.intercept, self.scale_features = intercept, scale_features
-        # None: the constants can only be used where K divides d (one-hot blocks); elsewhere no columns for them.
-        with_constants = intercept is True or (intercept is None and self.dim % self.n_arms == 0)
         #: Model features per arm ``p``: ``d``, plus ``K`` per-arm constants (module docstring).
-        self.model_dim = self.dim + (self.n_arms if with_constants else 0)
+        self.model_dim = self.arm_features.model_dim
         R, p = self.num_replicas, self.model_dim
         self.prior = self.lambda_reg[:, None].expand(R, p).contiguous()  # lambda D (R, p); D = I until rows are seen
         # V (R, p, p), float64: a float32 sum over 10,000 rounds errs by more than a small prior
         self.gram = torch.diag_embed(self.prior.double())
-        self.square_sum = torch.zeros(R, p, device=self.device)  # sum of z_j^2 over every shown arm row (R, p)
-        self.rows_seen = 0  # arm rows in square_sum (K per round)
         self.moment = torch.zeros(R, p, device=self.device)  # b (R, p)
         self.theta_hat = torch.zeros(R, p, device=self.device)  # V^-1 b (R, p)
 
     def features(self, contexts: torch.Tensor) -> torch.Tensor:
         """The model features ``z`` of every arm: ``(R, K, d) -> (R, K, p)``."""
-        if self.model_dim == self.dim:
-            return contexts
-        return with_intercepts(contexts, None if self.intercept else one_hot_blocks(contexts))
+        return self.arm_features(contexts)
 
     def _record(self, z: torch.Tensor, x: torch.Tensor) -> None:
         """Add this round's rows ``z`` ``(R, K, p)`` and played row ``x`` ``(R, p)`` to the sums; renew ``D``
@@ -162,22 +197,22 @@ class _RidgeStatistics:
         self.gram = self.gram + x.unsqueeze(2) * x.unsqueeze(1)
         if not self.scale_features:
             return
-        self.square_sum = self.square_sum + (z * z).sum(dim=1)
-        self.rows_seen += z.shape[1]
-        if _is_power_of_two(self.t + 1):
-            prior = self.lambda_reg[:, None] * feature_scales(self.square_sum, self.rows_seen)  # (R, p)
+        self.arm_features.record(z)
+        if is_power_of_two(self.t + 1):
+            prior = self.lambda_reg[:, None] * self.arm_features.scales()  # (R, p)
             # V with the new lambda D; the change in float64 (in float32, 1e-8 - 1 rounds to -1 and leaves V singular)
             self.gram = self.gram + torch.diag_embed(prior.double() - self.prior.double())
             self.prior = prior
             self._set_inverse(self.gram)
 
     def _statistics_state(self) -> dict[str, torch.Tensor]:
-        return {"gram": self.gram, "square_sum": self.square_sum, "prior": self.prior, "moment": self.moment,
-                "theta_hat": self.theta_hat, "rows_seen": torch.tensor(self.rows_seen)}
+        return {"gram": self.gram, "prior": self.prior, "moment": self.moment, "theta_hat": self.theta_hat,
+                **self.arm_features.state_dict()}
 
     def _load_statistics(self, state: dict[str, torch.Tensor]) -> None:
-        self.gram, self.square_sum, self.prior = state["gram"], state["square_sum"], state["prior"]
-        self.moment, self.theta_hat, self.rows_seen = state["moment"], state["theta_hat"], int(state["rows_seen"])
+        self.gram, self.prior, self.moment, self.theta_hat = state["gram"], state["prior"], state["moment"], \
+            state["theta_hat"]
+        self.arm_features.load_state_dict(state)
 
 
 class _RidgeAgent(_RidgeStatistics, BanditAgent):

@@ -21,13 +21,14 @@ import torch
 from agents import _kernels
 from agents.base import BanditAgent, DivergenceError, chosen_rows
 from agents.langevin import langevin_update
+from agents.linear import ArmFeatures, is_power_of_two
 from agents.mlp import MLP, build_model, is_neural
 from agents.models import LinearModel, RewardModel, agent_state, load_agent_state
 from agents.noise import NoiseEstimate
 from agents.validation import check_choice, check_float, check_int
 from bandit_gym.rng import Stream
 
-STEP_SCHEDULES = ("inverse_t", "constant")
+STEP_SCHEDULES = ("inverse_t", "constant", "inverse_lambda_max")
 PRECONDITIONERS = ("none", "diagonal")
 #: Neural LMC-TS defaults (grid and the diagnosis in benchmarks/results/quadratic_paper.md). The chain is
 #: preconditioned by the diagonal of the loss's Gauss-Newton matrix (``LMCTS``'s docstring says why), so
@@ -46,9 +47,12 @@ NEURAL_DEFAULTS = {"step_size": 0.01, "inverse_temperature": "auto", "lambda_reg
 PRIOR_INVERSE_TEMPERATURE = 0.5
 #: The logistic model's budget: ``K`` Langevin steps on mini-batches of ``B`` rows (flat cost per round;
 #: the full-batch chain is ``batch_size=None``). Measured in docs/agents.md ("GLM model").
-GLM_DEFAULTS = {"n_inner_steps": 20, "batch_size": 64}
-#: The linear model: the paper's K = 100 steps, each O(d^2) whatever the history (no batch_size).
-LINEAR_DEFAULTS = {"n_inner_steps": 100, "batch_size": None, "step_schedule": "inverse_t", "preconditioner": "none"}
+GLM_DEFAULTS = {"n_inner_steps": 20, "batch_size": 64, "step_schedule": "inverse_t"}
+#: The linear model: the paper's K = 100 steps, each O(d^2) whatever the history (no batch_size), at the step of
+#: the paper's Theorem 4.2, ``eta_t = 1 / (4 lambda_max(V_t))``, on features scaled by their root mean square
+#: (``scale_features``; ``V_t`` is then ``S V_t S``). ``LMCTS``'s docstring and docs/agents.md say why and what it did.
+LINEAR_DEFAULTS = {"n_inner_steps": 100, "batch_size": None, "step_schedule": "inverse_lambda_max",
+                   "preconditioner": "none", "step_size": 0.25}
 
 
 def langevin_steps(model: RewardModel, theta: torch.Tensor, step_size: torch.Tensor,
@@ -142,6 +146,23 @@ class LMCTS(BanditAgent):
     the chain is stationary at ``N(V^-1 b, (2 beta)^-1 V^-1 (I - eta V)^-1)`` (Proposition 3.1,
     corrected; ``docs/agents.md``).
 
+    **The linear model: scaled features and the step of Theorem 4.2** (the defaults since 2026-11-27). The features
+    are ``z = (x, e_k)``, with a constant per arm where the arms are one-hot blocks (``intercept``, as
+    :class:`agents.LinUCB`'s: :class:`agents.linear.ArmFeatures`), and the loss's penalty is ``lambda D``, ``D`` each
+    feature's mean square over the arm rows shown (renewed at rounds 2, 4, 8, ...; ``scale_features``). The chain
+    is preconditioned by ``M = S^2``, ``S = D^(-1/2)``: it is the plain chain on the features ``S z``, whose Gram
+    matrix is ``S V_t S``, and runs at ``eta_t = eta_0 / lambda_max(S V_t S)`` with ``eta_0 = 1/4``, the step of the
+    paper's Theorem 4.2 (``step_schedule="inverse_lambda_max"``; ``lambda_max`` is bounded from above by Weyl's
+    inequality between exact renewals: :meth:`_track_gram`). Nothing then depends on the features' units: a feature
+    multiplied by ``c`` gives the same arms (tested), and the chain is stable whatever their scale, where the
+    paper's ``eta_0 / t`` assumes features of norm at most 1 (on the UCI sets' features divided by their root mean
+    square it diverged in round 2; on their raw features it lost to LinUCB by 25-95%). Round 1 plays ``theta = 0``
+    (an arm at random): the scales, and with them the prior, are unknown before a row is shown. The paper's chain
+    is ``step_schedule="inverse_t"`` (then ``scale_features`` defaults to False, ``eta_0 = 0.3``) with
+    ``intercept=False``. Measured (``docs/agents.md``, "Linear model: scaled features"): the UCI sets at 5 seeds
+    x 5,000 rounds 605 / 1,331 / 495 -> 476 / 1,068 / 249 (Shuttle, MagicTelescope, Mushroom), level with
+    LinUCB; the paper's synthetic settings unchanged or lower.
+
     **Neural models: a preconditioned chain** (the default, ``preconditioner="diagonal"``)::
 
         theta = theta - eta M grad L_t(theta) + sqrt(2 eta M / beta) eps,   M = diag(1 / U_t)
@@ -212,7 +233,8 @@ class LMCTS(BanditAgent):
             network, and each step's Langevin noise is drawn when the step runs.
         model_kwargs: Keywords of the model, e.g. ``{"hidden": (20, 20, 20), "activation": "relu"}``.
         step_size: ``eta_0 > 0``, a number or one per replica. None: the model's default
-            (linear 0.3, glm 0.9; neural 0.01, a fraction of each coordinate's inverse curvature with the
+            (linear 0.25 with ``"inverse_lambda_max"``, 0.3 with ``"inverse_t"``; glm 0.9; neural 0.01, a fraction
+            of each coordinate's inverse curvature with the
             preconditioner: ``NEURAL_DEFAULTS``; the grid searches in ``docs/agents.md``).
         inverse_temperature: ``beta > 0``, a number or one per replica; the chain targets
             ``exp(-beta L_t)``. ``"auto"``: ``beta_t = 1 / (2 sigma_t^2)`` from the observed reward noise (below;
@@ -225,8 +247,14 @@ class LMCTS(BanditAgent):
         lambda_reg: Ridge weight ``lambda > 0`` of the loss, a number or one per replica. None: 1, or
             2 for neural models (``NEURAL_DEFAULTS``; the prior is ``N(0, 1 / (2 beta lambda))``, and with
             ``inverse_temperature="auto"`` ``N(0, 1 / (2 beta_0 lambda))``, ``N(0, 0.5)`` at the default).
-        step_schedule: ``"inverse_t"`` (``eta_t = eta_0 / t``) or ``"constant"``. None: ``"constant"`` with
-            the diagonal preconditioner (``M`` carries the ``1 / t``), else ``"inverse_t"``.
+        step_schedule: ``"inverse_t"`` (``eta_t = eta_0 / t``), ``"constant"``, or ``"inverse_lambda_max"``
+            (``eta_t = eta_0 / lambda_max(S V_t S)``, the linear model only). None: ``"inverse_lambda_max"`` for the
+            linear model, ``"constant"`` with the diagonal preconditioner (``M`` carries the ``1 / t``), else
+            ``"inverse_t"``.
+        intercept: The linear model's per-arm constants: None (default) where the arms are one-hot blocks, True
+            always, False never (as :class:`agents.LinUCB`'s). Other models: must be None.
+        scale_features: The linear model's penalty ``lambda D`` and preconditioner ``S^2`` (above). None: True with
+            ``"inverse_lambda_max"``, else False. Other models: must be None.
         batch_size: Mini-batch size ``B`` of the gradients (stochastic gradient Langevin
             dynamics; rows drawn uniformly with replacement), or None for full batch (a round then costs
             ``O(t)``: ``O(T^2)`` in all). Only models with a data history (``"glm"``, neural) accept it; one
@@ -253,7 +281,8 @@ class LMCTS(BanditAgent):
                  step_size: Any = None, inverse_temperature: Any = None, n_inner_steps: int | None = None,
                  lambda_reg: Any = None, step_schedule: str | None = None, batch_size: int | str | None = "auto",
                  preconditioner: str | None = None, step_bound: float | str | None = "auto",
-                 model_kwargs: dict | None = None, train_every: int = 1,
+                 model_kwargs: dict | None = None, train_every: int = 1, intercept: bool | None = None,
+                 scale_features: bool | None = None,
                  seed: int | list[int] | None = None, device: str | torch.device = "cpu",
                  n_arms: int | None = None, dim: int | None = None, num_replicas: int | None = None) -> None:
         super().__init__(env, seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
@@ -261,7 +290,23 @@ class LMCTS(BanditAgent):
         if lambda_reg is None:
             lambda_reg = NEURAL_DEFAULTS["lambda_reg"] if neural else 1.0
         self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
-        self.model = build_model(model, model_kwargs, self.num_replicas, self.dim, self.lambda_reg, self.device,
+        #: The linear model's features ``z`` (per-arm constants) and their mean squares; None for other models.
+        self.arm_features = None
+        if isinstance(model, str) and model == "linear":
+            if scale_features is None:  # the scaled chain needs the step that follows its curvature
+                scale_features = (step_schedule or LINEAR_DEFAULTS["step_schedule"]) == "inverse_lambda_max"
+            if not isinstance(scale_features, bool):
+                raise ValueError(f"scale_features must be True or False, got {scale_features!r}")
+            self.arm_features = ArmFeatures(self.num_replicas, self.n_arms, self.dim, intercept, self.device)
+            self._hyperparameters.update(intercept=intercept, scale_features=scale_features)
+        elif intercept is not None or scale_features is not None:
+            raise ValueError(f"intercept and scale_features must be None for model={model!r}, got {intercept!r} "
+                             f"and {scale_features!r}; the per-arm constants and the feature scaling are the linear "
+                             "model's")
+        self.scale_features = bool(scale_features)
+        #: Features per arm the model sees (``d``, plus ``K`` per-arm constants with the linear model's ``intercept``).
+        self.model_dim = self.dim if self.arm_features is None else self.arm_features.model_dim
+        self.model = build_model(model, model_kwargs, self.num_replicas, self.model_dim, self.lambda_reg, self.device,
                                  self.keys)
         model_class = type(self.model)
         defaults = NEURAL_DEFAULTS if neural else {**LINEAR_DEFAULTS, **(
@@ -271,6 +316,9 @@ class LMCTS(BanditAgent):
         self.train_every = check_int("train_every", train_every)
         self.step_schedule = check_choice(
             "step_schedule", defaults["step_schedule"] if step_schedule is None else step_schedule, STEP_SCHEDULES)
+        if self.step_schedule == "inverse_lambda_max" and not isinstance(self.model, LinearModel):
+            raise ValueError(f"step_schedule must be 'inverse_t' or 'constant' for model={model!r}, got "
+                             "'inverse_lambda_max' (the largest eigenvalue of the linear model's Gram matrix)")
         self.preconditioner = check_choice(
             "preconditioner", defaults["preconditioner"] if preconditioner is None else preconditioner, PRECONDITIONERS)
         if self.preconditioner == "diagonal" and not neural:
@@ -300,7 +348,8 @@ class LMCTS(BanditAgent):
         if model_kwargs is not None:
             self._hyperparameters["model_kwargs"] = dict(model_kwargs)
         if step_size is None:
-            step_size = NEURAL_DEFAULTS["step_size"] if neural else model_class.default_step_size
+            step_size = (NEURAL_DEFAULTS["step_size"] if neural else LINEAR_DEFAULTS["step_size"]
+                         if self.step_schedule == "inverse_lambda_max" else model_class.default_step_size)
         if inverse_temperature is None:
             inverse_temperature = (NEURAL_DEFAULTS["inverse_temperature"] if neural
                                    else model_class.default_inverse_temperature)
@@ -324,8 +373,19 @@ class LMCTS(BanditAgent):
         self.theta = self.model.initial_params()  # (R, p)
         if self.preconditioner == "diagonal":  # U = 2 lambda + 2 sum_i g(x_i; theta_i)^2 over the played rows
             self.curvature = 2.0 * self.lambda_reg[:, None].expand(-1, self.model.n_params).clone()  # (R, p)
-        if not self._neural:
+        if isinstance(self.model, LinearModel):  # lambda_max(S V S) before any data: V = lambda I, S = I
+            self.gram_top = self.lambda_reg.clone()  # (R,)
+        if self.scale_features:
+            #: ``D`` ``(R, p)``: each feature's mean square over the arm rows shown (1 before any), renewed at
+            #: rounds 2, 4, 8, ...; the penalty is ``lambda D`` from round 2 (:meth:`_track_gram`).
+            self.scales = torch.ones_like(self.theta)
+            # no penalty before round 1's rows are seen: lambda I would swamp the data of features whose scale is far
+            # below 1 in the float32 Gram matrix (the first renewal takes it out again), and round 1 runs no chain
+            self.model.set_penalty(torch.zeros_like(self.theta))
+        if not self._neural and not self.scale_features:
             self.theta = self._sample(1, self.theta)  # round 1's sample, from the prior
+        # scaled features: round 1 plays theta = 0 (every score 0: an arm drawn uniformly at random), since the
+        # features' scales, and with them the prior N(0, (2 beta lambda D)^-1), are unknown before a row is shown
 
     def _set_inverse_temperature(self, beta: torch.Tensor) -> None:
         """``beta_t`` of ``"auto"``, and the loss's ridge ``lambda beta_0 / beta_t`` that keeps the prior of
@@ -334,14 +394,28 @@ class LMCTS(BanditAgent):
         self.model.lambda_reg = self.lambda_reg * (PRIOR_INVERSE_TEMPERATURE / beta)  # (R,)
 
     def current_step_size(self, t: int) -> torch.Tensor:
-        """``eta_t`` per replica, ``(R,)``: ``eta_0 / t`` or ``eta_0``."""
+        """``eta_t`` per replica, ``(R,)``: ``eta_0 / t``, ``eta_0``, or ``eta_0 / lambda_max(S V_t S)`` (the
+        bound :attr:`gram_top` on it)."""
+        if self.step_schedule == "inverse_lambda_max":
+            return self.step_size / self.gram_top
         return self.step_size / t if self.step_schedule == "inverse_t" else self.step_size
 
+    def features(self, contexts: torch.Tensor) -> torch.Tensor:
+        """The model's features of every arm: the linear model's ``z`` (:class:`agents.linear.ArmFeatures`),
+        the contexts themselves for the others. ``(R, K, d) -> (R, K, p)``."""
+        return contexts if self.arm_features is None else self.arm_features(contexts)
+
+    def feature_scale(self) -> torch.Tensor | None:
+        """``S = D^(-1/2)`` ``(R, p)`` of the ``D`` in force (renewed at rounds 2, 4, 8, ...: :attr:`scales`) with
+        ``scale_features``, else None. The chain is preconditioned by ``M = S^2``: it runs on the features ``S z``."""
+        return self.scales.rsqrt() if self.scale_features else None
+
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        return self._argmax(self.model.scores(self.theta, contexts))  # (R,)
+        return self._argmax(self.model.scores(self.theta, self.features(contexts)))  # (R,)
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
-        x = chosen_rows(contexts, actions)  # (R, d)
+        z = self.features(contexts)  # (R, K, p)
+        x = chosen_rows(z, actions)  # (R, p)
         predicted = None
         if self.preconditioner == "diagonal":  # the played arm's g(x_t) at the sample theta_t that played it
             predicted, g = self.model.arm_gradients(self.theta, x[:, None, :])  # (R, 1), (R, 1, p)
@@ -351,9 +425,37 @@ class LMCTS(BanditAgent):
                 predicted = self.model.scores(self.theta, x[:, None, :])  # (R, 1)
             self.noise.update(self.t, predicted[:, 0], rewards)
             self._set_inverse_temperature(0.5 * self.noise.precision())  # 1 / (2 sigma_t^2)
-        self.model.add(x, rewards)  # (R, d), (R,)
+        self.model.add(x, rewards)  # (R, p), (R,)
+        if isinstance(self.model, LinearModel):
+            self._track_gram(z, x)
         if self.t % self.train_every == 0:
             self.theta = self._sample(self.t + 1, self.theta)
+
+    def _track_gram(self, z: torch.Tensor, x: torch.Tensor) -> None:
+        """The linear model after round ``t``'s row ``x`` ``(R, p)`` (of the shown rows ``z`` ``(R, K, p)``). With
+        ``scale_features``: record ``z``'s squares and, when the next round is a power of 2, renew ``D`` and the
+        penalty ``lambda D``. With ``step_schedule="inverse_lambda_max"``: keep :attr:`gram_top` ``>= lambda_max(S V
+        S)``, exact (an eigenvalue problem) when the next round is a power of 2, and between, the last value plus
+        ``|S x|^2`` per row added (Weyl's inequality: ``lambda_max(A + u u^T) <= lambda_max(A) + |u|^2``), so the
+        step never outgrows the bound."""
+        track = self.step_schedule == "inverse_lambda_max"
+        if self.scale_features:
+            self.arm_features.record(z)
+        if track:
+            scale = self.feature_scale()
+            u = x if scale is None else x * scale  # (R, p)
+            self.gram_top = self.gram_top + (u * u).sum(dim=1)
+        if not is_power_of_two(self.t + 1):
+            return
+        if self.scale_features:
+            self.scales = self.arm_features.scales()
+            self.model.set_penalty(self.lambda_reg[:, None] * self.scales)
+        if track:
+            gram, scale = self.model.gram.double(), self.feature_scale()
+            if scale is not None:
+                scale = scale.double()
+                gram = scale[:, :, None] * gram * scale[:, None, :]
+            self.gram_top = torch.linalg.eigvalsh(gram)[:, -1].float()
 
     def _sample(self, t: int, theta: torch.Tensor) -> torch.Tensor:
         """Round ``t``'s sample: :func:`langevin_steps` from ``theta`` with round ``t``'s draws."""
@@ -372,16 +474,27 @@ class LMCTS(BanditAgent):
                                    self.n_inner_steps, preconditioner, step_bound, self.model.lambda_reg)
             return self._check_sample(t, eta, theta)
         noise = self._draws("normal", Stream.SAMPLE, (self.n_inner_steps, self.model.n_params), t)  # (R, K, p)
-        if isinstance(self.model, LinearModel) and _kernels.enabled(theta, self.model.gram, eta):
-            theta = _kernels.linear_langevin(self.model.gram, self.model.moment, theta, eta,
-                                             self.inverse_temperature, noise)
-        elif isinstance(self.model, LinearModel) and _kernels.enabled_off_cpu(theta, self.model.gram, eta):
-            theta = _kernels.linear_langevin_affine(self.model.gram, self.model.moment, theta, eta,
-                                                    self.inverse_temperature, noise.to(self.device))
-        else:
-            theta = langevin_steps(self.model, theta, eta, self.inverse_temperature, noise.to(self.device),
-                                   self._minibatches(t))
+        if self.arm_features is not None:  # the linear model (FGLMCTS: a loss built on it)
+            return self._check_sample(t, eta, self._linear_chain(theta, eta, noise))
+        theta = langevin_steps(self.model, theta, eta, self.inverse_temperature, noise.to(self.device),
+                               self._minibatches(t))
         return self._check_sample(t, eta, theta)
+
+    def _linear_chain(self, theta: torch.Tensor, eta: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        """The linear model's ``K`` steps: :func:`langevin_steps` preconditioned by ``M = S^2`` (``scale_features``).
+        The kernels run the same chain in the scaled coordinates ``theta / S``, on ``S V S`` and ``S b``."""
+        scale, gram, moment = self.feature_scale(), self.model.gram, self.model.moment
+        kernel = (None if type(self.model) is not LinearModel else _kernels.linear_langevin
+                  if _kernels.enabled(theta, gram, eta) else _kernels.linear_langevin_affine
+                  if _kernels.enabled_off_cpu(theta, gram, eta) else None)
+        if kernel is None:
+            preconditioner = None if scale is None else scale**2
+            return langevin_steps(self.model, theta, eta, self.inverse_temperature, noise.to(self.device),
+                                  preconditioner=preconditioner)
+        if scale is not None:
+            gram, moment, theta = scale[:, :, None] * gram * scale[:, None, :], scale * moment, theta / scale
+        theta = kernel(gram, moment, theta, eta, self.inverse_temperature, noise.to(self.device))
+        return theta if scale is None else theta * scale
 
     def _check_sample(self, t: int, eta: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
         """``theta``, or a :class:`DivergenceError` naming the round and the step size if it has a NaN or Inf."""
@@ -415,6 +528,11 @@ class LMCTS(BanditAgent):
 
     def _state(self) -> dict[str, torch.Tensor]:
         state = agent_state(self.theta, self.model)
+        if self.arm_features is not None:
+            state.update({f"features.{k}": v for k, v in self.arm_features.state_dict().items()})
+            state["gram_top"] = self.gram_top
+        if self.scale_features:
+            state["scales"] = self.scales
         if self.preconditioner == "diagonal":
             state["curvature"] = self.curvature
         if self.adaptive_temperature:
@@ -423,6 +541,12 @@ class LMCTS(BanditAgent):
 
     def _load_state(self, state: dict[str, torch.Tensor]) -> None:
         self.theta = load_agent_state(self.model, state)
+        if self.arm_features is not None:
+            self.arm_features.load_state_dict({k.removeprefix("features."): v for k, v in state.items()
+                                               if k.startswith("features.")})
+            self.gram_top = state["gram_top"].to(self.device)
+        if self.scale_features:
+            self.scales = state["scales"].to(self.device)
         if self.preconditioner == "diagonal":
             self.curvature = state["curvature"].to(self.device)
         if self.adaptive_temperature:

@@ -113,11 +113,13 @@ def add_observation(gram: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
 
 
 class LinearModel(RewardModel):
-    """Linear rewards ``x . theta``; ``L_t = sum_i (x_i . theta - r_i)^2 + lambda ||theta||^2``.
+    """Linear rewards ``x . theta``; ``L_t = sum_i (x_i . theta - r_i)^2 + sum_j P_j theta_j^2``.
 
-    Keeps the Gram matrix ``V = lambda I + sum x x^T`` ``(R, d, d)``, the moment vector
+    Keeps the Gram matrix ``V = diag(P) + sum x x^T`` ``(R, d, d)``, the moment vector
     ``b = sum r x`` ``(R, d)`` and ``sum r^2``, so ``L_t = theta^T V theta - 2 b^T theta + sum r^2``
-    and ``grad L_t = 2 (V theta - b)`` cost ``O(d^2)`` whatever the history length.
+    and ``grad L_t = 2 (V theta - b)`` cost ``O(d^2)`` whatever the history length. The penalty ``P`` is
+    ``lambda`` for every coordinate until :meth:`set_penalty` changes it (LMC-TS's ``scale_features``:
+    ``P = lambda D``, ``D`` the features' mean squares).
     """
 
     default_step_size = 0.3
@@ -126,6 +128,7 @@ class LinearModel(RewardModel):
     def __init__(self, num_replicas: int, dim: int, lambda_reg: torch.Tensor, device: torch.device) -> None:
         super().__init__(num_replicas, dim, lambda_reg, device)
         eye = torch.eye(dim, device=device)
+        self.penalty = lambda_reg[:, None].expand(num_replicas, dim).contiguous()  # P (R, d)
         self.gram = lambda_reg[:, None, None] * eye  # V (R, d, d)
         self.moment = torch.zeros(num_replicas, dim, device=device)  # b (R, d)
         self.reward_square_sum = torch.zeros(num_replicas, device=device)  # sum r^2 (R,)
@@ -143,6 +146,12 @@ class LinearModel(RewardModel):
         self.reward_square_sum = self.reward_square_sum + rewards**2
         self._count += 1
 
+    def set_penalty(self, penalty: torch.Tensor) -> None:
+        """Replace the penalty ``P`` ``(R, d)`` in ``V``. The old one is taken out before the new one goes in, so
+        a coordinate with no data gets exactly the new ``P_j`` (``(P_old + P_new) - P_old`` in float32 can be 0)."""
+        self.gram = self.gram - torch.diag_embed(self.penalty) + torch.diag_embed(penalty)
+        self.penalty = penalty
+
     def loss(self, params: torch.Tensor) -> torch.Tensor:
         quadratic = (params * matvec(self.gram, params)).sum(dim=-1)  # theta^T V theta (R,)
         return quadratic - 2.0 * (self.moment * params).sum(dim=-1) + self.reward_square_sum
@@ -152,10 +161,11 @@ class LinearModel(RewardModel):
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {"gram": self.gram, "moment": self.moment, "reward_square_sum": self.reward_square_sum,
-                "count": torch.tensor(self._count)}
+                "penalty": self.penalty, "count": torch.tensor(self._count)}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         self.gram, self.moment, self.reward_square_sum = state["gram"], state["moment"], state["reward_square_sum"]
+        self.penalty = state["penalty"]
         self._count = int(state["count"])
 
 

@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from agents.base import BanditAgent, chosen_rows
-from agents.linear import one_hot_blocks, ucb_scores, with_intercepts
+from agents.linear import ArmFeatures, ucb_scores
 
 
 class _ForgettingLinUCB(BanditAgent):
@@ -42,11 +42,9 @@ class _ForgettingLinUCB(BanditAgent):
     def _init_linear(self, exploration_scale: Any, lambda_reg: Any, intercept: bool | None) -> None:
         self.exploration_scale = self._hyperparameter("exploration_scale", exploration_scale, minimum=0)
         self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
-        if not (intercept is None or isinstance(intercept, bool)):
-            raise ValueError(f"intercept must be None (one-hot-block arms only), True or False, got {intercept!r}")
+        self.arm_features = ArmFeatures(self.num_replicas, self.n_arms, self.dim, intercept, self.device)
         self.intercept = self._hyperparameters["intercept"] = intercept
-        with_constants = intercept is True or (intercept is None and self.dim % self.n_arms == 0)
-        self.model_dim = self.dim + (self.n_arms if with_constants else 0)
+        self.model_dim = self.arm_features.model_dim
         R, p = self.num_replicas, self.model_dim
         self.eye = torch.eye(p, dtype=torch.float64, device=self.device)
         self.prior = self.lambda_reg.double()[:, None, None] * self.eye  # lambda I (R, p, p)
@@ -57,9 +55,7 @@ class _ForgettingLinUCB(BanditAgent):
 
     def features(self, contexts: torch.Tensor) -> torch.Tensor:
         """Model features ``z``: ``(R, K, d) -> (R, K, p)`` (as :class:`agents.LinUCB`'s)."""
-        if self.model_dim == self.dim:
-            return contexts
-        return with_intercepts(contexts, None if self.intercept else one_hot_blocks(contexts))
+        return self.arm_features(contexts)
 
     def bonus_scale(self) -> torch.Tensor:
         """``nu_t = c sqrt(log t)`` per replica, ``(R,)``."""

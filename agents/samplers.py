@@ -19,6 +19,12 @@ random draws: step ``k`` of round ``t`` uses the Langevin noise LMC-TS would use
 :func:`agents.lmcts.langevin_steps`: MALA's proposal is one such step, and so is HMC's leapfrog step (a leapfrog
 step from ``(theta, p)`` moves ``theta`` exactly as a Langevin step whose noise is the momentum ``p``, with
 ``eta = eps^2 beta / 2``: see :class:`HMCTS`). Only the underdamped chain, a different dynamics, has its own step.
+
+With the linear model, :class:`FGLMCTS` runs LMC-TS's default chain (features scaled by their root mean square,
+per-arm constants on one-hot-block arms, ``eta_t = 1 / (4 lambda_max)``); :class:`MALATS`, :class:`HMCTS`,
+:class:`ULMCTS` and :class:`VITS` default to the paper's plain chain (``eta_t = eta_0 / t`` on the raw features, no
+constants: ``step_schedule="inverse_t"``, ``intercept=False``), the setting of their measurements in
+``docs/samplers.md``; pass ``step_schedule="inverse_lambda_max"`` (and ``intercept=None``) for LMC-TS's.
 """
 
 from __future__ import annotations
@@ -58,14 +64,21 @@ class _ChainAgent(LMCTS):
     deferred here until :meth:`_ready` has run.
     """
 
+    #: Whether the linear model's defaults are LMC-TS's (else the paper's plain chain: module docstring).
+    lmcts_linear_defaults = False
+
     def __init__(self, env: Any = None, **kwargs: Any) -> None:
         self._configured = False
+        if not self.lmcts_linear_defaults and kwargs.get("model", "linear") == "linear":
+            if kwargs.get("step_schedule") is None:
+                kwargs["step_schedule"] = "inverse_t"
+            kwargs.setdefault("intercept", False)
         super().__init__(env, **kwargs)
 
     def _ready(self) -> None:
         """Call at the end of a subclass's ``__init__``: draws round 1's sample (non-neural models)."""
         self._configured = True
-        if not self._neural:
+        if not self._neural and not self.scale_features:  # as LMCTS.__init__
             self.theta = self._sample(1, self.theta)
 
     def _sample(self, t: int, theta: torch.Tensor) -> torch.Tensor:
@@ -490,6 +503,8 @@ class FGLMCTS(_ChainAgent):
         Journal on Mathematics of Data Science. Anand and Liaw (2025), arXiv 2507.15290.
     """
 
+    lmcts_linear_defaults = True
+
     def __init__(self, env: Any = None, *, lambda_fg: Any = 0.01, feel_good_cap: float = 1.0,
                  feel_good_batch_size: int | None = 32, **kwargs: Any) -> None:
         super().__init__(env, **kwargs)
@@ -499,11 +514,11 @@ class FGLMCTS(_ChainAgent):
             feel_good_batch_size = check_int("feel_good_batch_size", feel_good_batch_size)
         self.feel_good_batch_size = feel_good_batch_size
         self._hyperparameters.update(feel_good_cap=self.feel_good_cap, feel_good_batch_size=feel_good_batch_size)
-        self.contexts = _ArmSets(self.num_replicas, self.n_arms, self.dim, self.device)
+        self.contexts = _ArmSets(self.num_replicas, self.n_arms, self.model_dim, self.device)
         self._ready()
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
-        self.contexts.append(contexts)
+        self.contexts.append(self.features(contexts))  # the model's features (the linear model's constants)
         super()._observe(contexts, actions, rewards)
 
     def _chain(self, t: int, theta: torch.Tensor) -> torch.Tensor:

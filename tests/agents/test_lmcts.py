@@ -97,7 +97,7 @@ def test_lmcts_divergence_raises_naming_round_and_step_size():
         ({"n_inner_steps": 0}, r"n_inner_steps must be an integer >= 1, got 0"),
         ({"n_inner_steps": 2.5}, r"n_inner_steps .* got 2\.5"),
         ({"lambda_reg": 0.0}, r"lambda_reg must be a finite number > 0, got 0\.0"),
-        ({"step_schedule": "exponential"}, r"step_schedule must be one of \['inverse_t', 'constant'\], got 'expo"),
+        ({"step_schedule": "exponential"}, r"step_schedule must be one of .*'inverse_lambda_max'\], got 'expo"),
         ({"model": "glm", "batch_size": 0}, r"batch_size must be an integer >= 1, got 0"),
         ({"batch_size": 16}, r"batch_size must be None \(full batch\) for model='linear', got 16"),
         ({"batch_size": "full"}, r"batch_size .* got 'full'"),
@@ -125,7 +125,7 @@ def test_lmcts_defaults_keep_a_rounds_cost_flat():
         h = LMCTS(n_arms=4, dim=3, seed=0, device="cpu", **kwargs).hyperparameters()
         return h["n_inner_steps"], h["batch_size"], h["step_schedule"], h["preconditioner"], h["step_bound"]
 
-    assert resolved() == (100, None, "inverse_t", "none", None)
+    assert resolved() == (100, None, "inverse_lambda_max", "none", None)
     assert resolved(model="glm") == (20, 64, "inverse_t", "none", None)
     assert resolved(model="mlp") == (10, 32, "constant", "diagonal", 1.0)
     assert resolved(model="glm", batch_size=None, n_inner_steps=100) == (100, None, "inverse_t", "none", None)
