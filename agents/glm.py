@@ -1,12 +1,20 @@
 """Generalized linear (logistic) baselines of the LMC-TS paper: UCB-GLM, GLM-TSL and SGD-TS.
 
-Reward model ``E[r | x] = mu(x^T theta)``, ``mu`` the sigmoid. The penalised negative
-log-likelihood of the history ``(x_i, r_i)_{i<t}``, with the ridge convention of every agent here::
+Reward model ``E[r | x] = mu(x^T theta)``, ``mu`` the sigmoid, over the model features ``x = z = (context, e_k)``
+of :class:`agents.linear.ArmFeatures` (a constant per arm where the arms are one-hot blocks: ``intercept``). The
+penalised negative log-likelihood of the history ``(x_i, r_i)_{i<t}``, with the ridge convention of every agent
+here::
 
-    L_t(theta) = sum_i [softplus(x_i^T theta) - r_i x_i^T theta] + lambda ||theta||^2
+    L_t(theta) = sum_i [softplus(x_i^T theta) - r_i x_i^T theta] + lambda sum_j D_jj theta_j^2
 
-Its Hessian ``H_t(theta) = 2 lambda I + sum_i mu'(x_i^T theta) x_i x_i^T`` is bounded by
-``B_t = 2 lambda I + (1/4) sum_i x_i x_i^T`` (``mu' <= 1/4``). The MLE is tracked by a few
+``D = I`` with ``scale_features=False`` (SGD-TS's default, with ``intercept=False``: its SGD step and projection
+radius are in the raw features' units, and on the UCI sets either part made it worse); with
+``scale_features=True`` (UCB-GLM's and GLM-TSL's default since 2026-11-27) ``D_jj`` is feature ``j``'s mean
+square over every arm row shown, renewed at rounds 2, 4, 8, ... as the linear agents' (:mod:`agents.linear`): the
+fit does not change when a feature is multiplied by a constant, and every kept inverse is then computed afresh in
+float64 from ``sum x x^T``. Its Hessian
+``H_t(theta) = 2 lambda D + sum_i mu'(x_i^T theta) x_i x_i^T`` is bounded by
+``B_t = 2 lambda D + (1/4) sum_i x_i x_i^T`` (``mu' <= 1/4``). The MLE is tracked by a few
 warm-started bound-optimisation steps per round, ``theta <- theta - B_t^-1 grad L_t(theta)``
 (Boehning and Lindsay 1988): each decreases ``L_t``, costs one pass over the history plus
 O(d^2), with ``B_t^-1`` kept by Sherman-Morrison. The history is an :class:`agents.history.History`.
@@ -32,7 +40,7 @@ import torch
 
 from agents.base import BanditAgent, chosen_rows
 from agents.history import History
-from agents.linear import potter, sherman_morrison, ucb_scores
+from agents.linear import ArmFeatures, is_power_of_two, potter, sherman_morrison, ucb_scores
 from agents.models import linear_scores, logistic_gradient, logistic_loss, matvec  # noqa: F401 (agents.glm.logistic_loss: docs/agents.md)
 from agents.uniform import uniform_arms
 from agents.validation import check_float
@@ -63,21 +71,66 @@ class _LogisticAgent(BanditAgent):
         lambda_reg: Ridge weight ``lambda > 0`` of ``lambda ||theta||^2``, a number or one per replica.
         n_explore_rounds: ``tau >= 0`` rounds of uniformly random arms first; a number or one per replica.
         n_mle_steps: Warm-started MLE steps per round (each a pass over the history); one per replica or one.
+        intercept: Add a constant per arm to its features (as :class:`agents.LinUCB`'s): None (default) where the
+            arms are one-hot blocks, True always, False never.
+        scale_features: Penalise each feature by its mean square over the rows shown (``lambda D``, renewed at
+            rounds 2, 4, 8, ...; default True), as the linear agents do, instead of ``lambda``.
         seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
     """
 
     def __init__(self, env=None, *, exploration_scale: Any, lambda_reg: Any = 1.0, n_explore_rounds: Any = 0,
-                 n_mle_steps: Any = 2, **kwargs) -> None:
+                 n_mle_steps: Any = 2, intercept: bool | None = None, scale_features: bool = True, **kwargs) -> None:
         super().__init__(env, **kwargs)
         self.exploration_scale = self._hyperparameter("exploration_scale", exploration_scale, minimum=0)
         self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
         self.n_explore_rounds = self._hyperparameter("n_explore_rounds", n_explore_rounds, integer=True, minimum=0)
         self.n_mle_steps = self._hyperparameter("n_mle_steps", n_mle_steps, integer=True, minimum=1)
-        R, d = self.num_replicas, self.dim
-        self.data = History(R, {"features": (d,), "rewards": ()}, self.device)
-        self.theta_hat = torch.zeros(R, d, device=self.device)  # MLE estimate (R, d)
-        eye = torch.eye(d, device=self.device)
-        self.bound_inverse = eye / (2.0 * self.lambda_reg[:, None, None])  # B^-1 (R, d, d)
+        if not isinstance(scale_features, bool):
+            raise ValueError(f"scale_features must be True or False, got {scale_features!r}")
+        self.arm_features = ArmFeatures(self.num_replicas, self.n_arms, self.dim, intercept, self.device)
+        self._hyperparameters.update(intercept=intercept, scale_features=scale_features)
+        self.scale_features = scale_features
+        #: Model features per arm ``p``: ``d``, plus ``K`` per-arm constants (``intercept``).
+        self.model_dim = p = self.arm_features.model_dim
+        R = self.num_replicas
+        self.data = History(R, {"features": (p,), "rewards": ()}, self.device)
+        self.theta_hat = torch.zeros(R, p, device=self.device)  # MLE estimate (R, p)
+        #: The penalty ``lambda D`` per coordinate ``(R, p)`` (``lambda`` until the scales are renewed).
+        self.penalty = self.lambda_reg[:, None].expand(R, p).contiguous()
+        # sum of the played rows' z z^T (R, p, p), float64: the inverses are computed afresh from it when D changes
+        self.data_gram = torch.zeros(R, p, p, dtype=torch.float64, device=self.device) if scale_features else None
+        eye = torch.eye(p, device=self.device)
+        self.bound_inverse = eye / (2.0 * self.lambda_reg[:, None, None])  # B^-1 (R, p, p)
+
+    def features(self, contexts: torch.Tensor) -> torch.Tensor:
+        """The model features ``z`` of every arm: ``(R, K, d) -> (R, K, p)``."""
+        return self.arm_features(contexts)
+
+    def _played(self, contexts: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """The played arms' features ``z`` ``(R, p)``, added to ``sum z z^T``; records every shown row's squares
+        (``scale_features``)."""
+        z = self.features(contexts)  # (R, K, p)
+        x = chosen_rows(z, actions)
+        if self.scale_features:
+            self.arm_features.record(z)
+            x64 = x.double()
+            self.data_gram = self.data_gram + x64[:, :, None] * x64[:, None, :]
+        return x
+
+    def _penalty_matrix(self, weight: float) -> torch.Tensor:
+        """``weight * diag(lambda D)`` ``(R, p, p)`` in float64."""
+        return torch.diag_embed(weight * self.penalty.double())
+
+    def _renew(self) -> None:
+        """After the round whose next round is a power of 2 (``scale_features``): ``D`` from the rows shown so far,
+        and every kept inverse afresh with it (float64), ``B^-1 = (2 lambda D + sum z z^T / 4)^-1`` here; each agent
+        adds its own in :meth:`_renew_agent`."""
+        self.penalty = self.lambda_reg[:, None] * self.arm_features.scales()
+        self.bound_inverse = torch.linalg.inv(self._penalty_matrix(2.0) + 0.25 * self.data_gram).float()
+        self._renew_agent()
+
+    def _renew_agent(self) -> None:
+        """The agent's own statistics after :meth:`_renew` (none here)."""
 
     def _random_arms(self) -> torch.Tensor:
         return uniform_arms(self._draws("uniform", Stream.EXPLORE, ()).to(self.device), self.n_arms)  # (R,)
@@ -87,16 +140,20 @@ class _LogisticAgent(BanditAgent):
         return torch.where(self.t <= self.n_explore_rounds, self._random_arms(), actions)
 
     def _append(self, x: torch.Tensor, rewards: torch.Tensor) -> None:
-        """Store the played ``x`` ``(R, d)`` and rewards ``(R,)``; ``B <- B + (x/2)(x/2)^T``."""
+        """Store the played ``x`` ``(R, p)`` and rewards ``(R,)``; ``B <- B + (x/2)(x/2)^T``."""
         self.data.append(features=x, rewards=rewards)
         self.bound_inverse = sherman_morrison(self.bound_inverse, 0.5 * x)
+
+    def _renew_due(self) -> bool:
+        """Whether ``D`` is renewed after this round (the next round a power of 2, ``scale_features``)."""
+        return self.scale_features and is_power_of_two(self.t + 1)
 
     def _mle_steps(self, n_steps: torch.Tensor) -> None:
         """``n_steps[r]`` bound-optimisation steps per replica on the whole history, from ``theta_hat``."""
         x, r = self.data["features"], self.data["rewards"]  # (R, n, d), (R, n)
         theta = self.theta_hat
         for step in range(int(n_steps.max())):
-            grad = logistic_gradient(x, r, theta, self.lambda_reg)  # (R, d)
+            grad = logistic_gradient(x, r, theta, self.penalty)  # (R, p)
             theta = torch.where((step < n_steps)[:, None], theta - matvec(self.bound_inverse, grad), theta)
         self._check_finite(theta, "the MLE theta_hat")
         self.theta_hat = theta
@@ -107,26 +164,30 @@ class _LogisticAgent(BanditAgent):
         return self.theta_hat
 
     def hessian(self, theta: torch.Tensor) -> torch.Tensor:
-        """``H(theta) = 2 lambda I + sum_i mu'(x_i^T theta) x_i x_i^T`` over the history, ``(R, d, d)``."""
-        x = self.data["features"]  # (R, n, d)
+        """``H(theta) = 2 lambda D + sum_i mu'(x_i^T theta) x_i x_i^T`` over the history, ``(R, p, p)``."""
+        x = self.data["features"]  # (R, n, p)
         p = torch.sigmoid((x @ theta[:, :, None])[:, :, 0])  # (R, n)
-        eye = torch.eye(self.dim, device=self.device)
-        return x.mT @ ((p * (1.0 - p))[:, :, None] * x) + 2.0 * self.lambda_reg[:, None, None] * eye
+        return x.mT @ ((p * (1.0 - p))[:, :, None] * x) + torch.diag_embed(2.0 * self.penalty)
 
     def _standard_normal(self) -> torch.Tensor:
         """This round's ``z ~ N(0, I)`` of the posterior draw, ``(R, d)``."""
-        return self._draws("normal", Stream.SAMPLE, (self.dim,)).to(self.device)
+        return self._draws("normal", Stream.SAMPLE, (self.model_dim,)).to(self.device)
 
     def _state(self) -> dict[str, torch.Tensor]:
         return {**{f"data.{k}": v for k, v in self.data.state_dict().items()},
+                **{f"features.{k}": v for k, v in self.arm_features.state_dict().items()},
+                **({} if self.data_gram is None else {"data_gram": self.data_gram}),
                 **{name: getattr(self, name) for name in self._state_names}}
 
     def _load_state(self, state: dict[str, torch.Tensor]) -> None:
         self.data.load_state_dict({k.removeprefix("data."): v for k, v in state.items() if k.startswith("data.")})
+        self.arm_features.load_state_dict({k.removeprefix("features."): v for k, v in state.items()
+                                           if k.startswith("features.")})
+        self.data_gram = state.get("data_gram")
         for name in self._state_names:
             setattr(self, name, state[name])
 
-    _state_names: tuple[str, ...] = ("theta_hat", "bound_inverse")
+    _state_names: tuple[str, ...] = ("theta_hat", "bound_inverse", "penalty")
 
 
 class UCBGLM(_LogisticAgent):
@@ -134,7 +195,7 @@ class UCBGLM(_LogisticAgent):
 
     After ``tau`` rounds of uniformly random arms, round ``t`` plays
     ``argmax_x x^T theta_hat + alpha sqrt(x^T V^-1 x)`` (:func:`agents.linear.ucb_scores`), with
-    ``theta_hat`` the penalised MLE and ``V = lambda I + sum_i x_i x_i^T`` (Sherman-Morrison).
+    ``theta_hat`` the penalised MLE and ``V = lambda D + sum_i x_i x_i^T`` (Sherman-Morrison; renewed with ``D``).
     Li et al. use ``lambda = 0`` after enough random rounds; the ridge term makes ``tau = 0`` safe.
 
     Args:
@@ -155,18 +216,24 @@ class UCBGLM(_LogisticAgent):
         super().__init__(env, exploration_scale=exploration_scale, **kwargs)
         self.refit_growth = check_float("refit_growth", refit_growth, 0)
         self._hyperparameters["refit_growth"] = self.refit_growth
-        self.gram_inverse = torch.eye(self.dim, device=self.device) / self.lambda_reg[:, None, None]  # V^-1
+        self.gram_inverse = torch.eye(self.model_dim, device=self.device) / self.lambda_reg[:, None, None]  # V^-1
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        scores = ucb_scores(contexts, self.theta_hat, self.gram_inverse, self.exploration_scale)  # (R, K)
+        z = self.features(contexts)  # (R, K, p)
+        scores = ucb_scores(z, self.theta_hat, self.gram_inverse, self.exploration_scale)  # (R, K)
         return self._explore_or(self._argmax(scores))
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
-        x = chosen_rows(contexts, actions)  # (R, d)
+        x = self._played(contexts, actions)  # (R, p)
         self._append(x, rewards)
         self.gram_inverse = sherman_morrison(self.gram_inverse, x)
+        if self._renew_due():
+            self._renew()
         if refit_due(len(self.data), self.refit_growth):
             self._mle_steps(self.n_mle_steps)
+
+    def _renew_agent(self) -> None:
+        self.gram_inverse = torch.linalg.inv(self._penalty_matrix(1.0) + self.data_gram).float()  # (lambda D + G)^-1
 
 
 class GLMTSL(_LogisticAgent):
@@ -195,8 +262,8 @@ class GLMTSL(_LogisticAgent):
         super().__init__(env, exploration_scale=exploration_scale, **kwargs)
         self.refit_growth = check_float("refit_growth", refit_growth, 0)
         self._hyperparameters["refit_growth"] = self.refit_growth
-        eye = torch.eye(self.dim, device=self.device)
-        self.hessian_cholesky = (2.0 * self.lambda_reg).sqrt()[:, None, None] * eye  # L, L L^T = H (R, d, d)
+        eye = torch.eye(self.model_dim, device=self.device)
+        self.hessian_cholesky = (2.0 * self.lambda_reg).sqrt()[:, None, None] * eye  # L, L L^T = H (R, p, p)
 
     def sample_theta(self) -> torch.Tensor:
         """This round's draw ``theta_hat + a L^-T z`` (``L^-T z ~ N(0, H^-1)``), ``(R, d)``; no state change."""
@@ -205,12 +272,15 @@ class GLMTSL(_LogisticAgent):
         return self.theta_hat + self.exploration_scale[:, None] * u
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        return self._explore_or(self._argmax(linear_scores(contexts, self.sample_theta())))
+        return self._explore_or(self._argmax(linear_scores(self.features(contexts), self.sample_theta())))
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
-        x = chosen_rows(contexts, actions)  # (R, d)
+        x = self._played(contexts, actions)  # (R, p)
         self._append(x, rewards)
-        if refit_due(len(self.data), self.refit_growth):
+        renew = self._renew_due()
+        if renew:
+            self._renew()
+        if renew or refit_due(len(self.data), self.refit_growth):  # H at theta_hat with the penalty in force
             self._mle_steps(self.n_mle_steps)
             hessian = self.hessian(self.theta_hat)  # over the whole history, O(t d^2)
         else:  # theta_hat unchanged: H(theta_hat) gains the new row's term, O(d^3)
@@ -232,7 +302,7 @@ class SGDTS(_LogisticAgent):
     ``theta_tilde <- theta_tilde - (eta_0 / j) g`` (``g`` the NLL gradient of the epoch's
     observations), projected onto the ball of radius ``projection_radius`` around the anchor;
     ``theta_bar`` is the mean of the iterates. Each round draws ``theta_t ~ N(theta_bar, g^2 V^-1)``
-    (``V = lambda I + sum x x^T``, ``S S^T = V^-1`` kept by :func:`agents.linear.potter_update`)
+    (``V = lambda D + sum x x^T``, ``S S^T = V^-1`` kept by :func:`agents.linear.potter_update`)
     and plays ``argmax_x x^T theta_t``. Per round O(d^2), nothing that grows with ``t``.
     Ding et al.'s code samples from an isotropic ``N(theta_bar, (2 g_1^2 + 2 g_2^2) I / j)``; this
     uses the ``g^2 V^-1`` form of their analysis.
@@ -256,32 +326,39 @@ class SGDTS(_LogisticAgent):
                     "gram_inverse_root")
     def __init__(self, env=None, *, exploration_scale: Any = 0.1, step_size: Any = 3.0,
                  n_explore_rounds: int | None = None, projection_radius: Any = 2.0, lambda_reg: Any = 1.0,
-                 n_mle_steps: Any = 50, **kwargs) -> None:
+                 n_mle_steps: Any = 50, intercept: bool | None = False, scale_features: bool = False,
+                 **kwargs) -> None:
         super().__init__(env, exploration_scale=exploration_scale, lambda_reg=lambda_reg, n_mle_steps=n_mle_steps,
-                         **kwargs)
-        tau = self.dim if n_explore_rounds is None else n_explore_rounds
+                         intercept=intercept, scale_features=scale_features, **kwargs)
+        tau = self.model_dim if n_explore_rounds is None else n_explore_rounds
         self.n_explore_rounds = self._hyperparameter("n_explore_rounds", tau, integer=True, minimum=1)
         if len(set(self.n_explore_rounds.tolist())) > 1:
             raise ValueError(f"n_explore_rounds must be one integer for all replicas in SGDTS, got {tau!r}")
         self.step_size = self._hyperparameter("step_size", step_size, minimum=0, strict=True)
         self.projection_radius = self._hyperparameter("projection_radius", projection_radius, minimum=0, strict=True)
-        R, d = self.num_replicas, self.dim
+        R, p = self.num_replicas, self.model_dim
         self.anchor, self.theta_tilde, self.theta_bar, self.epoch_gradient = (
-            torch.zeros(R, d, device=self.device) for _ in range(4))
-        self.gram_inverse_root = torch.eye(d, device=self.device) / self.lambda_reg.sqrt()[:, None, None]  # S
+            torch.zeros(R, p, device=self.device) for _ in range(4))
+        self.gram_inverse_root = torch.eye(p, device=self.device) / self.lambda_reg.sqrt()[:, None, None]  # S
+
+    def _renew_agent(self) -> None:
+        inverse = torch.linalg.inv(self._penalty_matrix(1.0) + self.data_gram)  # (lambda D + G)^-1, float64
+        self.gram_inverse_root = torch.linalg.cholesky(inverse).float()  # S S^T = V^-1
 
     def sample_theta(self) -> torch.Tensor:
-        """This round's draw ``theta_bar + g S z``, ``(R, d)``; no state change."""
-        z = self._standard_normal()  # (R, d)
+        """This round's draw ``theta_bar + g S z``, ``(R, p)``; no state change."""
+        z = self._standard_normal()  # (R, p)
         return self.theta_bar + self.exploration_scale[:, None] * matvec(self.gram_inverse_root, z)
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
-        return self._explore_or(self._argmax(linear_scores(contexts, self.sample_theta())))
+        return self._explore_or(self._argmax(linear_scores(self.features(contexts), self.sample_theta())))
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
-        x = chosen_rows(contexts, actions)  # (R, d)
+        x = self._played(contexts, actions)  # (R, p)
         tau, t = int(self.n_explore_rounds[0]), self.t
-        self.gram_inverse_root = potter(self.gram_inverse_root, x)  # (R, d, d)
+        self.gram_inverse_root = potter(self.gram_inverse_root, x)  # (R, p, p)
+        if self._renew_due():
+            self._renew()
         self._check_finite(self.gram_inverse_root, "the square root S of V^-1")
         if t <= tau:
             self._append(x, rewards)

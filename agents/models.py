@@ -210,18 +210,21 @@ class HistoryModel(RewardModel):
 def logistic_loss(features: torch.Tensor, rewards: torch.Tensor, theta: torch.Tensor, lambda_reg: torch.Tensor,
                   scale: float = 1.0) -> torch.Tensor:
     """The penalised logistic negative log-likelihood per replica, ``(R, n, d), (R, n), (R, d), (R,) -> (R,)``:
-    ``scale * sum_i (softplus(x_i . theta) - r_i x_i . theta) + lambda ||theta||^2`` (softplus: no overflow;
+    ``scale * sum_i (softplus(x_i . theta) - r_i x_i . theta) + lambda ||theta||^2`` (``lambda`` ``(R,)``, or one
+    per coordinate ``(R, d)``: ``sum_j lambda_j theta_j^2``; softplus: no overflow;
     ``scale = n / B`` makes a mini-batch's sum estimate the full one). The GLM agents and :class:`LogisticModel`
     share it."""
     z = (features @ theta[:, :, None])[:, :, 0]  # (R, n)
-    return scale * (F.softplus(z) - rewards * z).sum(dim=1) + lambda_reg * (theta * theta).sum(dim=-1)
+    penalty = lambda_reg[:, None] if lambda_reg.dim() == 1 else lambda_reg  # (R, 1) or per coordinate (R, d)
+    return scale * (F.softplus(z) - rewards * z).sum(dim=1) + (penalty * theta * theta).sum(dim=-1)
 
 
 def logistic_gradient(features: torch.Tensor, rewards: torch.Tensor, theta: torch.Tensor, lambda_reg: torch.Tensor,
                       scale: float = 1.0) -> torch.Tensor:
     """``grad`` of :func:`logistic_loss`: ``scale * sum_i (mu(x_i . theta) - r_i) x_i + 2 lambda theta``, ``(R, d)``."""
     residual = torch.sigmoid((features @ theta[:, :, None])[:, :, 0]) - rewards  # (R, n)
-    return scale * (residual[:, None, :] @ features)[:, 0] + 2.0 * lambda_reg[:, None] * theta
+    penalty = lambda_reg[:, None] if lambda_reg.dim() == 1 else lambda_reg  # (R, 1) or per coordinate (R, d)
+    return scale * (residual[:, None, :] @ features)[:, 0] + 2.0 * penalty * theta
 
 
 class LogisticModel(HistoryModel):

@@ -32,7 +32,7 @@ def test_glm_mle_matches_sklearn(cls, refit_growth):
     R, K, d, T = 2, 5, 4, 296
     contexts, actions, played, rewards = logistic_rounds(T, R, K, d)
     agent = cls(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=[0.5, 1.0],
-                refit_growth=refit_growth)
+                refit_growth=refit_growth, scale_features=False)  # lambda ||theta||^2: sklearn's penalty
     feed(agent, contexts, actions, rewards)
     reference = torch.stack([_sklearn_mle(played[:, r], rewards[:, r], lam) for r, lam in enumerate([0.5, 1.0])])
     # Two warm-started steps per round track the MLE (each shrinks the error by ~0.2 against a drift of
@@ -87,7 +87,8 @@ def test_glmtsl_samples_have_covariance_a2_inverse_hessian():
     N(0, I): means sd 1/sqrt(N), covariance entries sd <= sqrt(2/N); bounds 5 sd."""
     N, K, d, a = 20_000, 4, 3, 0.7
     contexts, actions, played, rewards = logistic_rounds(40, 1, K, d, seed=2)
-    agent = GLMTSL(None, device="cpu", n_arms=K, dim=d, num_replicas=N, seed=3, exploration_scale=a)
+    agent = GLMTSL(None, device="cpu", n_arms=K, dim=d, num_replicas=N, seed=3, exploration_scale=a,
+                   scale_features=False)  # H's penalty 2 lambda I, as written below
     for x, act, r in zip(contexts, actions, rewards, strict=True):
         agent.update(x.expand(N, K, d), act.expand(N), r.expand(N))
     theta_hat = agent.theta_hat[0].double()
@@ -177,7 +178,8 @@ def test_glm_agents_and_lmcts_logistic_model_minimise_one_loss():
     R, K, d, T = 2, 5, 4, 200
     contexts, actions, played, rewards = logistic_rounds(T, R, K, d, seed=6)
     lam = torch.tensor([0.5, 1.0])
-    agent = UCBGLM(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=lam.tolist())
+    agent = UCBGLM(None, device="cpu", n_arms=K, dim=d, num_replicas=R, seed=0, lambda_reg=lam.tolist(),
+                   scale_features=False)  # LogisticModel's penalty lambda ||theta||^2
     feed(agent, contexts, actions, rewards)
     theta_hat = agent.fit_mle(200)
     model = LogisticModel(R, d, lam, torch.device("cpu"))
