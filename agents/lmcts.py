@@ -46,8 +46,9 @@ NEURAL_DEFAULTS = {"step_size": 0.01, "inverse_temperature": "auto", "lambda_reg
 #: temperature at which ``lambda_reg`` sets its prior, ``N(0, 1 / (2 beta_0 lambda))`` (``LMCTS``).
 PRIOR_INVERSE_TEMPERATURE = 0.5
 #: The logistic model's budget: ``K`` Langevin steps on mini-batches of ``B`` rows (flat cost per round;
-#: the full-batch chain is ``batch_size=None``). Measured in docs/agents.md ("GLM model").
-GLM_DEFAULTS = {"n_inner_steps": 20, "batch_size": 64, "step_schedule": "inverse_t"}
+#: the full-batch chain is ``batch_size=None``), measured in docs/agents.md ("GLM model"); since 2026-11-27 on the
+#: linear model's scaled features at ``eta_t = eta_0 / lambda_max(S V_t S)``, ``V_t = lambda D + sum z z^T / 8``.
+GLM_DEFAULTS = {"n_inner_steps": 20, "batch_size": 64, "step_schedule": "inverse_lambda_max", "step_size": 0.05}
 #: The linear model: the paper's K = 100 steps, each O(d^2) whatever the history (no batch_size), at the step of
 #: the paper's Theorem 4.2, ``eta_t = 1 / (4 lambda_max(V_t))``, on features scaled by their root mean square
 #: (``scale_features``; ``V_t`` is then ``S V_t S``). ``LMCTS``'s docstring and docs/agents.md say why and what it did.
@@ -159,9 +160,13 @@ class LMCTS(BanditAgent):
     square it diverged in round 2; on their raw features it lost to LinUCB by 25-95%). Round 1 plays ``theta = 0``
     (an arm at random): the scales, and with them the prior, are unknown before a row is shown. The paper's chain
     is ``step_schedule="inverse_t"`` (then ``scale_features`` defaults to False, ``eta_0 = 0.3``) with
-    ``intercept=False``. Measured (``docs/agents.md``, "Linear model: scaled features"): the UCI sets at 5 seeds
+    ``intercept=False``. Measured (``docs/agents.md``, "Linear model since 2026-11-27"): the UCI sets at 5 seeds
     x 5,000 rounds 605 / 1,331 / 495 -> 476 / 1,068 / 249 (Shuttle, MagicTelescope, Mushroom), level with
-    LinUCB; the paper's synthetic settings unchanged or lower.
+    LinUCB; the paper's synthetic settings unchanged or lower. **The GLM** (``model="glm"``) has the same features,
+    penalty and preconditioner, and steps by ``eta_0 / lambda_max(S V_t S)`` with ``V_t = lambda D + (1/8) sum z
+    z^T`` (its loss's Hessian is at most ``2 V_t``: ``mu' <= 1/4``), ``eta_0 = 0.05`` (chosen on
+    ``LogisticBandit-v0``), on its mini-batches; the paper's chain is ``step_schedule="inverse_t"``
+    (``eta_0 = 0.9``) with ``intercept=False``.
 
     **Neural models: a preconditioned chain** (the default, ``preconditioner="diagonal"``)::
 
@@ -233,9 +238,9 @@ class LMCTS(BanditAgent):
             network, and each step's Langevin noise is drawn when the step runs.
         model_kwargs: Keywords of the model, e.g. ``{"hidden": (20, 20, 20), "activation": "relu"}``.
         step_size: ``eta_0 > 0``, a number or one per replica. None: the model's default
-            (linear 0.25 with ``"inverse_lambda_max"``, 0.3 with ``"inverse_t"``; glm 0.9; neural 0.01, a fraction
-            of each coordinate's inverse curvature with the
-            preconditioner: ``NEURAL_DEFAULTS``; the grid searches in ``docs/agents.md``).
+            (linear 0.25 with ``"inverse_lambda_max"``, 0.3 with ``"inverse_t"``; glm 0.05 and 0.9; neural 0.01,
+            a fraction of each coordinate's inverse curvature with the preconditioner: ``NEURAL_DEFAULTS``; the grid
+            searches in ``docs/agents.md``).
         inverse_temperature: ``beta > 0``, a number or one per replica; the chain targets
             ``exp(-beta L_t)``. ``"auto"``: ``beta_t = 1 / (2 sigma_t^2)`` from the observed reward noise (below;
             neural models only).
@@ -248,13 +253,13 @@ class LMCTS(BanditAgent):
             2 for neural models (``NEURAL_DEFAULTS``; the prior is ``N(0, 1 / (2 beta lambda))``, and with
             ``inverse_temperature="auto"`` ``N(0, 1 / (2 beta_0 lambda))``, ``N(0, 0.5)`` at the default).
         step_schedule: ``"inverse_t"`` (``eta_t = eta_0 / t``), ``"constant"``, or ``"inverse_lambda_max"``
-            (``eta_t = eta_0 / lambda_max(S V_t S)``, the linear model only). None: ``"inverse_lambda_max"`` for the
-            linear model, ``"constant"`` with the diagonal preconditioner (``M`` carries the ``1 / t``), else
-            ``"inverse_t"``.
-        intercept: The linear model's per-arm constants: None (default) where the arms are one-hot blocks, True
-            always, False never (as :class:`agents.LinUCB`'s). Other models: must be None.
-        scale_features: The linear model's penalty ``lambda D`` and preconditioner ``S^2`` (above). None: True with
-            ``"inverse_lambda_max"``, else False. Other models: must be None.
+            (``eta_t = eta_0 / lambda_max(S V_t S)``, the linear and glm models only). None: ``"inverse_lambda_max"``
+            for the linear and glm models, ``"constant"`` with the diagonal preconditioner (``M`` carries the
+            ``1 / t``), else ``"inverse_t"``.
+        intercept: The linear and glm models' per-arm constants: None (default) where the arms are one-hot blocks,
+            True always, False never (as :class:`agents.LinUCB`'s). Neural models: must be None.
+        scale_features: The linear and glm models' penalty ``lambda D`` and preconditioner ``S^2`` (above). None:
+            True with ``"inverse_lambda_max"``, else False. Neural models: must be None.
         batch_size: Mini-batch size ``B`` of the gradients (stochastic gradient Langevin
             dynamics; rows drawn uniformly with replacement), or None for full batch (a round then costs
             ``O(t)``: ``O(T^2)`` in all). Only models with a data history (``"glm"``, neural) accept it; one
@@ -292,9 +297,10 @@ class LMCTS(BanditAgent):
         self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
         #: The linear model's features ``z`` (per-arm constants) and their mean squares; None for other models.
         self.arm_features = None
-        if isinstance(model, str) and model == "linear":
+        if isinstance(model, str) and model in ("linear", "glm"):
             if scale_features is None:  # the scaled chain needs the step that follows its curvature
-                scale_features = (step_schedule or LINEAR_DEFAULTS["step_schedule"]) == "inverse_lambda_max"
+                schedule = LINEAR_DEFAULTS["step_schedule"] if model == "linear" else GLM_DEFAULTS["step_schedule"]
+                scale_features = (step_schedule or schedule) == "inverse_lambda_max"
             if not isinstance(scale_features, bool):
                 raise ValueError(f"scale_features must be True or False, got {scale_features!r}")
             self.arm_features = ArmFeatures(self.num_replicas, self.n_arms, self.dim, intercept, self.device)
@@ -302,7 +308,7 @@ class LMCTS(BanditAgent):
         elif intercept is not None or scale_features is not None:
             raise ValueError(f"intercept and scale_features must be None for model={model!r}, got {intercept!r} "
                              f"and {scale_features!r}; the per-arm constants and the feature scaling are the linear "
-                             "model's")
+                             "and glm models'")
         self.scale_features = bool(scale_features)
         #: Features per arm the model sees (``d``, plus ``K`` per-arm constants with the linear model's ``intercept``).
         self.model_dim = self.dim if self.arm_features is None else self.arm_features.model_dim
@@ -316,9 +322,9 @@ class LMCTS(BanditAgent):
         self.train_every = check_int("train_every", train_every)
         self.step_schedule = check_choice(
             "step_schedule", defaults["step_schedule"] if step_schedule is None else step_schedule, STEP_SCHEDULES)
-        if self.step_schedule == "inverse_lambda_max" and not isinstance(self.model, LinearModel):
+        if self.step_schedule == "inverse_lambda_max" and self.arm_features is None:
             raise ValueError(f"step_schedule must be 'inverse_t' or 'constant' for model={model!r}, got "
-                             "'inverse_lambda_max' (the largest eigenvalue of the linear model's Gram matrix)")
+                             "'inverse_lambda_max' (the largest eigenvalue of the linear and glm models' Gram matrix)")
         self.preconditioner = check_choice(
             "preconditioner", defaults["preconditioner"] if preconditioner is None else preconditioner, PRECONDITIONERS)
         if self.preconditioner == "diagonal" and not neural:
@@ -348,7 +354,7 @@ class LMCTS(BanditAgent):
         if model_kwargs is not None:
             self._hyperparameters["model_kwargs"] = dict(model_kwargs)
         if step_size is None:
-            step_size = (NEURAL_DEFAULTS["step_size"] if neural else LINEAR_DEFAULTS["step_size"]
+            step_size = (NEURAL_DEFAULTS["step_size"] if neural else defaults["step_size"]
                          if self.step_schedule == "inverse_lambda_max" else model_class.default_step_size)
         if inverse_temperature is None:
             inverse_temperature = (NEURAL_DEFAULTS["inverse_temperature"] if neural
@@ -373,15 +379,20 @@ class LMCTS(BanditAgent):
         self.theta = self.model.initial_params()  # (R, p)
         if self.preconditioner == "diagonal":  # U = 2 lambda + 2 sum_i g(x_i; theta_i)^2 over the played rows
             self.curvature = 2.0 * self.lambda_reg[:, None].expand(-1, self.model.n_params).clone()  # (R, p)
-        if isinstance(self.model, LinearModel):  # lambda_max(S V S) before any data: V = lambda I, S = I
+        self._linear = isinstance(self.model, LinearModel)
+        if self.arm_features is not None:  # lambda_max(S V S) before any data: V = lambda I, S = I
             self.gram_top = self.lambda_reg.clone()  # (R,)
+        if self.arm_features is not None and not isinstance(self.model, LinearModel):
+            #: The logistic loss's curvature bound over 2: ``V = lambda D + (1/8) sum z z^T`` (its Hessian is at most
+            #: ``2 V``, ``mu' <= 1/4``), ``(R, p, p)``: what ``"inverse_lambda_max"`` steps by for the GLM.
+            self.bound_gram = self.lambda_reg[:, None, None] * torch.eye(self.model_dim, device=self.device)
         if self.scale_features:
             #: ``D`` ``(R, p)``: each feature's mean square over the arm rows shown (1 before any), renewed at
             #: rounds 2, 4, 8, ...; the penalty is ``lambda D`` from round 2 (:meth:`_track_gram`).
             self.scales = torch.ones_like(self.theta)
             # no penalty before round 1's rows are seen: lambda I would swamp the data of features whose scale is far
             # below 1 in the float32 Gram matrix (the first renewal takes it out again), and round 1 runs no chain
-            self.model.set_penalty(torch.zeros_like(self.theta))
+            self._set_penalty(torch.zeros_like(self.theta))
         if not self._neural and not self.scale_features:
             self.theta = self._sample(1, self.theta)  # round 1's sample, from the prior
         # scaled features: round 1 plays theta = 0 (every score 0: an arm drawn uniformly at random), since the
@@ -426,7 +437,7 @@ class LMCTS(BanditAgent):
             self.noise.update(self.t, predicted[:, 0], rewards)
             self._set_inverse_temperature(0.5 * self.noise.precision())  # 1 / (2 sigma_t^2)
         self.model.add(x, rewards)  # (R, p), (R,)
-        if isinstance(self.model, LinearModel):
+        if self.arm_features is not None:
             self._track_gram(z, x)
         if self.t % self.train_every == 0:
             self.theta = self._sample(self.t + 1, self.theta)
@@ -439,23 +450,35 @@ class LMCTS(BanditAgent):
         ``|S x|^2`` per row added (Weyl's inequality: ``lambda_max(A + u u^T) <= lambda_max(A) + |u|^2``), so the
         step never outgrows the bound."""
         track = self.step_schedule == "inverse_lambda_max"
+        weight = 1.0 if self._linear else 0.125  # the GLM: V = lambda D + sum z z^T / 8
         if self.scale_features:
             self.arm_features.record(z)
+        if not self._linear:
+            w = weight * x
+            self.bound_gram = self.bound_gram + w[:, :, None] * x[:, None, :]
         if track:
             scale = self.feature_scale()
             u = x if scale is None else x * scale  # (R, p)
-            self.gram_top = self.gram_top + (u * u).sum(dim=1)
+            self.gram_top = self.gram_top + weight * (u * u).sum(dim=1)
         if not is_power_of_two(self.t + 1):
             return
         if self.scale_features:
             self.scales = self.arm_features.scales()
-            self.model.set_penalty(self.lambda_reg[:, None] * self.scales)
+            self._set_penalty(self.lambda_reg[:, None] * self.scales)
         if track:
-            gram, scale = self.model.gram.double(), self.feature_scale()
+            gram = self.model.gram if self._linear else self.bound_gram
+            gram, scale = gram.double(), self.feature_scale()
             if scale is not None:
                 scale = scale.double()
                 gram = scale[:, :, None] * gram * scale[:, None, :]
             self.gram_top = torch.linalg.eigvalsh(gram)[:, -1].float()
+
+    def _set_penalty(self, penalty: torch.Tensor) -> None:
+        """The penalty ``P`` ``(R, p)`` of the model's loss (and of the GLM's curvature bound ``V``)."""
+        if not self._linear:
+            old = self.model.penalty if self.model.penalty is not None else self.lambda_reg[:, None].expand_as(penalty)
+            self.bound_gram = self.bound_gram - torch.diag_embed(old) + torch.diag_embed(penalty)
+        self.model.set_penalty(penalty)
 
     def _sample(self, t: int, theta: torch.Tensor) -> torch.Tensor:
         """Round ``t``'s sample: :func:`langevin_steps` from ``theta`` with round ``t``'s draws."""
@@ -474,10 +497,11 @@ class LMCTS(BanditAgent):
                                    self.n_inner_steps, preconditioner, step_bound, self.model.lambda_reg)
             return self._check_sample(t, eta, theta)
         noise = self._draws("normal", Stream.SAMPLE, (self.n_inner_steps, self.model.n_params), t)  # (R, K, p)
-        if self.arm_features is not None:  # the linear model (FGLMCTS: a loss built on it)
+        if self._linear:  # the linear model (FGLMCTS: a loss built on it)
             return self._check_sample(t, eta, self._linear_chain(theta, eta, noise))
+        scale = self.feature_scale()
         theta = langevin_steps(self.model, theta, eta, self.inverse_temperature, noise.to(self.device),
-                               self._minibatches(t))
+                               self._minibatches(t), preconditioner=None if scale is None else scale**2)
         return self._check_sample(t, eta, theta)
 
     def _linear_chain(self, theta: torch.Tensor, eta: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
@@ -531,6 +555,8 @@ class LMCTS(BanditAgent):
         if self.arm_features is not None:
             state.update({f"features.{k}": v for k, v in self.arm_features.state_dict().items()})
             state["gram_top"] = self.gram_top
+            if not self._linear:
+                state["bound_gram"] = self.bound_gram
         if self.scale_features:
             state["scales"] = self.scales
         if self.preconditioner == "diagonal":
@@ -545,6 +571,8 @@ class LMCTS(BanditAgent):
             self.arm_features.load_state_dict({k.removeprefix("features."): v for k, v in state.items()
                                                if k.startswith("features.")})
             self.gram_top = state["gram_top"].to(self.device)
+            if not self._linear:
+                self.bound_gram = state["bound_gram"].to(self.device)
         if self.scale_features:
             self.scales = state["scales"].to(self.device)
         if self.preconditioner == "diagonal":

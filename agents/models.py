@@ -241,13 +241,30 @@ class LogisticModel(HistoryModel):
     def scores(self, params: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
         return linear_scores(contexts, params)  # (R, K): logits, monotone in the mean reward
 
+    #: A penalty per coordinate ``(R, d)`` replacing ``lambda`` (:meth:`set_penalty`), or None.
+    penalty: torch.Tensor | None = None
+
+    def set_penalty(self, penalty: torch.Tensor) -> None:
+        """Penalise ``sum_j P_j theta_j^2`` instead of ``lambda ||theta||^2`` (LMC-TS's ``scale_features``)."""
+        self.penalty = penalty
+
+    def _penalty(self) -> torch.Tensor:
+        return self.lambda_reg if self.penalty is None else self.penalty
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {**super().state_dict(), **({} if self.penalty is None else {"penalty": self.penalty})}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        super().load_state_dict({k: v for k, v in state.items() if k != "penalty"})
+        self.penalty = state.get("penalty")
+
     def loss(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
         x, r, scale = self.rows(batch)
-        return logistic_loss(x, r, params, self.lambda_reg, scale)
+        return logistic_loss(x, r, params, self._penalty(), scale)
 
     def gradient(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
         x, r, scale = self.rows(batch)
-        return logistic_gradient(x, r, params, self.lambda_reg, scale)  # (R, d)
+        return logistic_gradient(x, r, params, self._penalty(), scale)  # (R, d)
 
 
 #: The models ``LMCTS(model=...)`` accepts by name; the neural model joins here.

@@ -20,8 +20,8 @@ random draws: step ``k`` of round ``t`` uses the Langevin noise LMC-TS would use
 step from ``(theta, p)`` moves ``theta`` exactly as a Langevin step whose noise is the momentum ``p``, with
 ``eta = eps^2 beta / 2``: see :class:`HMCTS`). Only the underdamped chain, a different dynamics, has its own step.
 
-With the linear model, :class:`FGLMCTS` runs LMC-TS's default chain (features scaled by their root mean square,
-per-arm constants on one-hot-block arms, ``eta_t = 1 / (4 lambda_max)``); :class:`MALATS`, :class:`HMCTS`,
+With the linear and glm models, :class:`FGLMCTS` runs LMC-TS's default chain (features scaled by their root mean
+square, per-arm constants on one-hot-block arms, ``eta_t = eta_0 / lambda_max``); :class:`MALATS`, :class:`HMCTS`,
 :class:`ULMCTS` and :class:`VITS` default to the paper's plain chain (``eta_t = eta_0 / t`` on the raw features, no
 constants: ``step_schedule="inverse_t"``, ``intercept=False``), the setting of their measurements in
 ``docs/samplers.md``; pass ``step_schedule="inverse_lambda_max"`` (and ``intercept=None``) for LMC-TS's.
@@ -69,7 +69,7 @@ class _ChainAgent(LMCTS):
 
     def __init__(self, env: Any = None, **kwargs: Any) -> None:
         self._configured = False
-        if not self.lmcts_linear_defaults and kwargs.get("model", "linear") == "linear":
+        if not self.lmcts_linear_defaults and kwargs.get("model", "linear") in ("linear", "glm"):
             if kwargs.get("step_schedule") is None:
                 kwargs["step_schedule"] = "inverse_t"
             kwargs.setdefault("intercept", False)

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     for eta in args.step_sizes:
         for beta in args.inverse_temperatures:
             row("LMCTS", f"eta_0={eta:g}, beta={beta:g}", LMCTS, random, model="glm", step_size=eta,
-                inverse_temperature=beta)
+                inverse_temperature=beta, step_schedule="inverse_t")  # eta_0 / t, as recorded
 
 
 if __name__ == "__main__":

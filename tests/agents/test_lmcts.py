@@ -126,9 +126,9 @@ def test_lmcts_defaults_keep_a_rounds_cost_flat():
         return h["n_inner_steps"], h["batch_size"], h["step_schedule"], h["preconditioner"], h["step_bound"]
 
     assert resolved() == (100, None, "inverse_lambda_max", "none", None)
-    assert resolved(model="glm") == (20, 64, "inverse_t", "none", None)
+    assert resolved(model="glm") == (20, 64, "inverse_lambda_max", "none", None)
     assert resolved(model="mlp") == (10, 32, "constant", "diagonal", 1.0)
-    assert resolved(model="glm", batch_size=None, n_inner_steps=100) == (100, None, "inverse_t", "none", None)
+    assert resolved(model="glm", batch_size=None, n_inner_steps=100) == (100, None, "inverse_lambda_max", "none", None)
     assert resolved(model="mlp", preconditioner="none", step_schedule="inverse_t")[2:4] == ("inverse_t", "none")
     assert resolved(model="mlp", step_bound=None)[4] is None
 

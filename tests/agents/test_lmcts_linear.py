@@ -45,9 +45,10 @@ def play(agent: LMCTS, contexts: torch.Tensor, rewards) -> torch.Tensor:
 
 
 def scaled_gram(agent: LMCTS) -> torch.Tensor:
-    """``S V S`` in float64, ``(R, p, p)``."""
+    """``S V S`` in float64, ``(R, p, p)``: the linear model's Gram matrix, the GLM's ``lambda D + sum z z^T / 8``."""
     scale = agent.feature_scale().double()
-    return scale[:, :, None] * agent.model.gram.double() * scale[:, None, :]
+    gram = agent.model.gram if isinstance(agent.model, LinearModel) else agent.bound_gram
+    return scale[:, :, None] * gram.double() * scale[:, None, :]
 
 
 def test_defaults_are_the_scaled_chain_at_the_theorems_step_and_the_plain_chain_stays():
@@ -63,9 +64,9 @@ def test_defaults_are_the_scaled_chain_at_the_theorems_step_and_the_plain_chain_
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"model": "glm", "intercept": True}, "intercept and scale_features must be None for model='glm'"),
-    ({"model": "glm", "scale_features": True}, "intercept and scale_features must be None for model='glm'"),
-    ({"model": "glm", "step_schedule": "inverse_lambda_max"}, "step_schedule must be 'inverse_t' or 'constant'"),
+    ({"model": "mlp", "intercept": True}, "intercept and scale_features must be None for model='mlp'"),
+    ({"model": "mlp", "scale_features": True}, "intercept and scale_features must be None for model='mlp'"),
+    ({"model": "mlp", "step_schedule": "inverse_lambda_max"}, "step_schedule must be 'inverse_t' or 'constant'"),
     ({"scale_features": "yes"}, "scale_features must be True or False, got 'yes'"),
     ({"intercept": 1}, "intercept must be None"),
 ])
@@ -74,35 +75,39 @@ def test_linear_only_options_raise_named_errors(kwargs, match):
         LMCTS(n_arms=K, dim=K * D_CONTEXT, seed=0, device="cpu", **kwargs)
 
 
-def test_a_feature_multiplied_by_a_constant_changes_nothing():
+@pytest.mark.parametrize("model", ["linear", "glm"])
+def test_a_feature_multiplied_by_a_constant_changes_nothing(model):
     """Scale-free: the chain runs on ``S z``, so a context column shown 1,000 times larger (or 1,000 times
     smaller) gives the same arms, with ``theta`` divided by that factor. Without the scaling it does not (the
     control shows the test can fail)."""
     column_scale = torch.tensor([1000.0, 1.0, 0.001])
     contexts, rewards = one_hot_block_rounds(60, seed=1)
     scaled, _ = one_hot_block_rounds(60, seed=1, column_scale=column_scale)
-    plain = LMCTS(n_arms=K, dim=K * D_CONTEXT, num_replicas=R, seed=7, device="cpu")
-    wide = LMCTS(n_arms=K, dim=K * D_CONTEXT, num_replicas=R, seed=7, device="cpu")
+    plain = LMCTS(n_arms=K, dim=K * D_CONTEXT, num_replicas=R, seed=7, device="cpu", model=model)
+    wide = LMCTS(n_arms=K, dim=K * D_CONTEXT, num_replicas=R, seed=7, device="cpu", model=model)
     actions = play(plain, contexts, rewards)
     assert torch.equal(play(wide, scaled, rewards), actions)
     per_column = torch.cat([column_scale.repeat(K), torch.ones(K)])  # the constants are not scaled
     torch.testing.assert_close(wide.theta * per_column, plain.theta, rtol=1e-3, atol=1e-4)
-    unscaled = [LMCTS(n_arms=K, dim=K * D_CONTEXT, num_replicas=R, seed=7, device="cpu", scale_features=False)
-                for _ in range(2)]
+    unscaled = [LMCTS(n_arms=K, dim=K * D_CONTEXT, num_replicas=R, seed=7, device="cpu", model=model,
+                      scale_features=False) for _ in range(2)]
     assert not torch.equal(play(unscaled[0], contexts, rewards), play(unscaled[1], scaled, rewards))
 
 
-def test_the_step_bound_is_weyls_and_exact_when_the_penalty_is_renewed():
+@pytest.mark.parametrize("model", ["linear", "glm"])
+def test_the_step_bound_is_weyls_and_exact_when_the_penalty_is_renewed(model):
     """``gram_top >= lambda_max(S V_t S)`` every round (the last exact value plus ``|S x|^2`` per row: Weyl's
-    inequality), equal to it after rounds 1, 3, 7, 15, 31 (renewed with ``D``), so ``eta_t lambda_max <= 1/4``."""
+    inequality), equal to it after rounds 1, 3, 7, 15, 31 (renewed with ``D``), so ``eta_t lambda_max <= eta_0``
+    (the GLM: ``V = lambda D + sum z z^T / 8``, half its curvature bound)."""
     contexts, rewards = one_hot_block_rounds(40, seed=2, column_scale=torch.tensor([30.0, 1.0, 0.01]))
-    agent = LMCTS(n_arms=K, dim=K * D_CONTEXT, num_replicas=R, seed=0, device="cpu")
+    agent = LMCTS(n_arms=K, dim=K * D_CONTEXT, num_replicas=R, seed=0, device="cpu", model=model)
+    eta_0 = agent.step_size
     for t in range(40):
         actions = torch.as_tensor(agent.predict(contexts[t].numpy())[0])
         agent.update(contexts[t].numpy(), actions.numpy(), rewards(t, actions).numpy())
         exact = torch.linalg.eigvalsh(scaled_gram(agent))[:, -1].float()  # (R,)
         assert bool((agent.gram_top >= exact * (1 - 1e-5)).all()), t
-        assert bool((agent.current_step_size(t + 2) * exact <= 0.25 * (1 + 1e-5)).all()), t
+        assert bool((agent.current_step_size(t + 2) * exact <= eta_0 * (1 + 1e-5)).all()), t
         if t + 2 in (2, 4, 8, 16, 32):
             torch.testing.assert_close(agent.gram_top, exact, rtol=1e-5, atol=0.0)
         elif t > 4:
