@@ -443,12 +443,13 @@ class LMCTS(BanditAgent):
             self.theta = self._sample(self.t + 1, self.theta)
 
     def _track_gram(self, z: torch.Tensor, x: torch.Tensor) -> None:
-        """The linear model after round ``t``'s row ``x`` ``(R, p)`` (of the shown rows ``z`` ``(R, K, p)``). With
-        ``scale_features``: record ``z``'s squares and, when the next round is a power of 2, renew ``D`` and the
-        penalty ``lambda D``. With ``step_schedule="inverse_lambda_max"``: keep :attr:`gram_top` ``>= lambda_max(S V
-        S)``, exact (an eigenvalue problem) when the next round is a power of 2, and between, the last value plus
-        ``|S x|^2`` per row added (Weyl's inequality: ``lambda_max(A + u u^T) <= lambda_max(A) + |u|^2``), so the
-        step never outgrows the bound."""
+        """The linear or glm model's statistics after round ``t``'s row ``x`` ``(R, p)`` (of the shown rows ``z``
+        ``(R, K, p)``). The GLM's ``V = lambda D + sum z z^T / 8`` gains ``x x^T / 8`` (the linear model's ``V`` is its
+        own Gram matrix). With ``scale_features``: record ``z``'s squares and, when the next round is a power of 2,
+        renew ``D`` and the penalty ``lambda D``. With ``step_schedule="inverse_lambda_max"``: keep :attr:`gram_top`
+        ``>= lambda_max(S V S)``, exact (an eigenvalue problem) when the next round is a power of 2, and between, the
+        last value plus ``w |S x|^2`` per row added (``w`` = 1, or 1/8 for the GLM; Weyl's inequality:
+        ``lambda_max(A + u u^T) <= lambda_max(A) + |u|^2``), so the step never outgrows the bound."""
         track = self.step_schedule == "inverse_lambda_max"
         weight = 1.0 if self._linear else 0.125  # the GLM: V = lambda D + sum z z^T / 8
         if self.scale_features:
