@@ -382,9 +382,10 @@ class LMCTS(BanditAgent):
         self._linear = isinstance(self.model, LinearModel)
         if self.arm_features is not None:  # lambda_max(S V S) before any data: V = lambda I, S = I
             self.gram_top = self.lambda_reg.clone()  # (R,)
-        if self.arm_features is not None and not isinstance(self.model, LinearModel):
-            #: The logistic loss's curvature bound over 2: ``V = lambda D + (1/8) sum z z^T`` (its Hessian is at most
-            #: ``2 V``, ``mu' <= 1/4``), ``(R, p, p)``: what ``"inverse_lambda_max"`` steps by for the GLM.
+        #: The logistic loss's curvature bound over 2: ``V = lambda D + (1/8) sum z z^T`` (its Hessian is at most
+        #: ``2 V``, ``mu' <= 1/4``), ``(R, p, p)``: what ``"inverse_lambda_max"`` steps by for the GLM; None otherwise.
+        self.bound_gram = None
+        if self.arm_features is not None and not self._linear and self.step_schedule == "inverse_lambda_max":
             self.bound_gram = self.lambda_reg[:, None, None] * torch.eye(self.model_dim, device=self.device)
         if self.scale_features:
             #: ``D`` ``(R, p)``: each feature's mean square over the arm rows shown (1 before any), renewed at
@@ -454,7 +455,7 @@ class LMCTS(BanditAgent):
         weight = 1.0 if self._linear else 0.125  # the GLM: V = lambda D + sum z z^T / 8
         if self.scale_features:
             self.arm_features.record(z)
-        if not self._linear:
+        if self.bound_gram is not None:
             w = weight * x
             self.bound_gram = self.bound_gram + w[:, :, None] * x[:, None, :]
         if track:
@@ -476,7 +477,7 @@ class LMCTS(BanditAgent):
 
     def _set_penalty(self, penalty: torch.Tensor) -> None:
         """The penalty ``P`` ``(R, p)`` of the model's loss (and of the GLM's curvature bound ``V``)."""
-        if not self._linear:
+        if self.bound_gram is not None:
             old = self.model.penalty if self.model.penalty is not None else self.lambda_reg[:, None].expand_as(penalty)
             self.bound_gram = self.bound_gram - torch.diag_embed(old) + torch.diag_embed(penalty)
         self.model.set_penalty(penalty)
@@ -556,7 +557,7 @@ class LMCTS(BanditAgent):
         if self.arm_features is not None:
             state.update({f"features.{k}": v for k, v in self.arm_features.state_dict().items()})
             state["gram_top"] = self.gram_top
-            if not self._linear:
+            if self.bound_gram is not None:
                 state["bound_gram"] = self.bound_gram
         if self.scale_features:
             state["scales"] = self.scales
@@ -572,7 +573,7 @@ class LMCTS(BanditAgent):
             self.arm_features.load_state_dict({k.removeprefix("features."): v for k, v in state.items()
                                                if k.startswith("features.")})
             self.gram_top = state["gram_top"].to(self.device)
-            if not self._linear:
+            if self.bound_gram is not None:
                 self.bound_gram = state["bound_gram"].to(self.device)
         if self.scale_features:
             self.scales = state["scales"].to(self.device)
