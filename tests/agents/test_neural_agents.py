@@ -148,7 +148,7 @@ def test_neural_defaults_are_the_tuned_values():
     lmcts = LMCTS(n_arms=5, dim=3, model="mlp", seed=0, device="cpu")
     assert {k: lmcts.hyperparameters()[k] for k in NEURAL_DEFAULTS} == NEURAL_DEFAULTS
     assert LMCTS(n_arms=5, dim=3, seed=0, device="cpu").hyperparameters()["inverse_temperature"] == 10.0
-    expected = {NeuralTS: (0.003, 9.0), NeuralUCB: (0.003, 1.0), NeuralLinUCB: (0.01, 3.0),
+    expected = {NeuralTS: (0.003, 9.0), NeuralUCB: (0.003, 1000 ** 0.5), NeuralLinUCB: (0.01, 3.0),
                 NeuralEpsGreedy: (0.01, 1.0)}
     for cls, (step_size, exploration_scale) in expected.items():
         agent = cls(n_arms=5, dim=3, seed=0, device="cpu")
