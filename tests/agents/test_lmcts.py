@@ -8,6 +8,7 @@ import gymnasium as gym
 import pytest
 import torch
 
+import agents.lmcts
 import bandit_gym  # noqa: F401  (registers the envs)
 from agents import LMCTS, DivergenceError
 from agents.lmcts import langevin_steps, minibatch_stiffness, paper_inverse_temperature
@@ -219,6 +220,31 @@ def test_minibatch_stiffness_is_the_top_eigenvalue_of_the_preconditioned_gauss_n
         ridge = (2 * agent.lambda_reg[r] * preconditioner[r]).max()
         expected = torch.linalg.eigvalsh(data_part.double())[-1] + ridge
         torch.testing.assert_close(got[r].double(), expected, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("block_arms", [None, 2])
+def test_minibatch_stiffness_in_chunks_of_replicas_equals_all_at_once(monkeypatch, block_arms):
+    """The row gradients ``G`` are formed a few replicas at a time (``STIFFNESS_CHUNK_FLOATS``); each replica's
+    Gram matrix is the same arithmetic on its own rows, so the chunks give the numbers of all replicas at once
+    exactly, with dense rows and with rows stored in one-hot-block form. A chunk bound of one replica's block
+    forces 5 chunks of 1; a chunk that is not a divisor of R (2) leaves a short last chunk."""
+    agent = LMCTS(n_arms=2, dim=4, num_replicas=5, model="mlp", seed=0,
+                  model_kwargs={"hidden": (6, 3), "block_arms": block_arms})
+    x = torch.zeros(5, 30, 4)
+    x[:, :, :2] = torch.randn(5, 30, 2, generator=torch.Generator().manual_seed(3))
+    x[:, ::2] = x[:, ::2].roll(2, dims=2)  # every other row in the second block
+    for i in range(30):
+        agent.model.add(x[:, i], (x[:, i].sum(dim=1) > 0).float())
+    theta = agent.theta + 0.3 * torch.randn(agent.theta.shape, generator=torch.Generator().manual_seed(1))
+    preconditioner = torch.rand(theta.shape, generator=torch.Generator().manual_seed(2)) + 0.1
+    batch = torch.randint(0, 30, (5, 8), generator=torch.Generator().manual_seed(4))
+    whole = minibatch_stiffness(agent.model, theta, batch, preconditioner, agent.lambda_reg)
+    p = theta.shape[1]
+    for replicas_per_chunk in (1, 2):
+        monkeypatch.setattr(agents.lmcts, "STIFFNESS_CHUNK_FLOATS", replicas_per_chunk * 8 * p)
+        chunked = minibatch_stiffness(agent.model, theta, batch, preconditioner, agent.lambda_reg)
+        assert torch.equal(chunked, whole), (replicas_per_chunk, chunked, whole)
+    assert torch.isfinite(whole).all() and (whole > 0).all()
 
 
 @pytest.mark.parametrize("n_rare", [0, 1])
