@@ -11,9 +11,12 @@ are; ``p = d + K`` entries, or ``p = d`` without the constants)::
 
 ``theta_hat`` minimises ``sum_s (z_s^T theta - r_s)^2 + lambda sum_j D_jj theta_j^2``. ``D = I`` with
 ``scale_features=False``; with ``scale_features=True`` (default) ``D_jj`` is the mean square of feature
-``j`` over every arm row shown so far (1 for a feature that has only been 0), which is the plain ridge
-on features divided by their root mean square: the fit and the exploration do not change when a
-feature is multiplied by a constant. ``D`` is renewed at rounds 2, 4, 8, ... (then ``V^-1`` is
+``j`` over the arm rows shown so far where it is nonzero (1 for a feature that has only been 0), which is
+the plain ridge on features divided by their root mean square: the fit and the exploration do not change
+when a feature is multiplied by a constant. Over the rows where it is nonzero, not all rows: on one-hot-block
+arms a block's features are zero in the ``K - 1`` other arms' rows, and their mean square over all rows,
+``1 / K`` of their size where they are present, would make the penalty of ``K`` per-arm models weaker the
+more arms there are (on dense features the two are the same number). ``D`` is renewed at rounds 2, 4, 8, ... (then ``V^-1`` is
 computed afresh from the kept ``sum z z^T``, in float64); between, ``V^-1`` follows each round by a
 Sherman-Morrison rank-one update (O(p^2), no inverse in the loop). LinTS keeps a square root ``S`` of
 ``V^-1`` instead (Potter's update), which gives its posterior draws.
@@ -110,9 +113,10 @@ def with_intercepts(contexts: torch.Tensor, on: torch.Tensor | None = None) -> t
     return torch.cat([contexts, eye], dim=-1)
 
 
-def feature_scales(square_sum: torch.Tensor, n_rows: int) -> torch.Tensor:
-    """``D``'s diagonal: each feature's mean square over ``n_rows`` rows, 1 where it is 0: ``(R, p) -> (R, p)``."""
-    mean_square = square_sum / max(n_rows, 1)
+def feature_scales(square_sum: torch.Tensor, nonzero_rows: torch.Tensor) -> torch.Tensor:
+    """``D``'s diagonal: each feature's mean square over the rows where it is nonzero (``nonzero_rows`` of them),
+    1 where it has only been 0: ``(R, p), (R, p) -> (R, p)``."""
+    mean_square = square_sum / nonzero_rows.clamp(min=1)
     return torch.where(mean_square > 0, mean_square, torch.ones_like(mean_square))
 
 
@@ -126,8 +130,9 @@ class ArmFeatures:
     ``z = (x, e_k)`` for arm ``k``: its ``d`` features and a one-hot of its index, a constant per arm (module
     docstring). ``intercept``: None adds the constants where the arms are one-hot blocks (:func:`one_hot_blocks`,
     checked per replica and round; the columns exist when ``K`` divides ``d`` and are zero elsewhere), True always,
-    False never. :meth:`record` keeps the sum of squares of every shown arm row's features, and :meth:`scales` gives
-    ``D``'s diagonal, each feature's mean square over them (:func:`feature_scales`).
+    False never. :meth:`record` keeps the sum of squares of every shown arm row's features and how many rows had
+    each nonzero, and :meth:`scales` gives ``D``'s diagonal, each feature's mean square where it is nonzero
+    (:func:`feature_scales`).
     """
 
     def __init__(self, num_replicas: int, n_arms: int, dim: int, intercept: bool | None, device: torch.device) -> None:
@@ -138,7 +143,7 @@ class ArmFeatures:
         #: Model features per arm ``p``: ``d``, plus ``K`` per-arm constants.
         self.model_dim = dim + (n_arms if with_constants else 0)
         self.square_sum = torch.zeros(num_replicas, self.model_dim, device=device)  # sum of z_j^2 (R, p)
-        self.rows_seen = 0  # arm rows in square_sum (K per round)
+        self.nonzero_rows = torch.zeros(num_replicas, self.model_dim, device=device)  # rows with z_j != 0 (R, p)
 
     def __call__(self, contexts: torch.Tensor) -> torch.Tensor:
         """The model features ``z`` of every arm: ``(R, K, d) -> (R, K, p)``."""
@@ -149,17 +154,18 @@ class ArmFeatures:
     def record(self, z: torch.Tensor) -> None:
         """Add a round's shown rows ``z`` ``(R, K, p)`` to the sums of squares."""
         self.square_sum = self.square_sum + (z * z).sum(dim=1)
-        self.rows_seen += z.shape[1]
+        self.nonzero_rows = self.nonzero_rows + (z != 0).sum(dim=1)
 
     def scales(self) -> torch.Tensor:
-        """``D``'s diagonal ``(R, p)``: each feature's mean square over the rows recorded, 1 where it is 0."""
-        return feature_scales(self.square_sum, self.rows_seen)
+        """``D``'s diagonal ``(R, p)``: each feature's mean square over the rows recorded where it is nonzero, 1 where
+        it has only been 0."""
+        return feature_scales(self.square_sum, self.nonzero_rows)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        return {"square_sum": self.square_sum, "rows_seen": torch.tensor(self.rows_seen)}
+        return {"square_sum": self.square_sum, "nonzero_rows": self.nonzero_rows}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        self.square_sum, self.rows_seen = state["square_sum"], int(state["rows_seen"])
+        self.square_sum, self.nonzero_rows = state["square_sum"], state["nonzero_rows"]
 
 
 class _RidgeStatistics:

@@ -77,6 +77,7 @@ def test_save_and_load_keep_the_scales(cls, tmp_path):
     loaded = cls.load(tmp_path / "agent.pt", device="cpu")
     assert torch.equal(loaded.penalty, agent.penalty)
     assert torch.equal(loaded.arm_features.square_sum, agent.arm_features.square_sum)
+    assert torch.equal(loaded.arm_features.nonzero_rows, agent.arm_features.nonzero_rows)
     contexts, _, _ = recorded_rounds(COLUMN_SCALE)
     for x in contexts[:5]:
         assert (loaded.predict(x.numpy())[0] == agent.predict(x.numpy())[0]).all()

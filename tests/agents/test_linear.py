@@ -107,6 +107,32 @@ def test_one_hot_block_arms_get_a_constant_each():
     assert off.model_dim == K * d
 
 
+@pytest.mark.parametrize("cls", [LinUCB, LinTS, EpsGreedy])
+def test_one_hot_block_penalty_does_not_shrink_with_the_number_of_arms(cls):
+    """On one-hot-block arms a block's features are zero in the other arms' rows. D_jj is each feature's mean
+    square where it is nonzero, so after round 255 (D renewed at 256) the penalty of block k's features is
+    lambda times the mean square of the examples' features over the 255 rounds, and of the per-arm constants
+    lambda, the penalty of K separate per-arm models, for K = 2 and K = 5 alike (float32 sums: rtol 1e-5). Their
+    mean square over all shown rows, the definition before 2026-11-27, is 1 / K of it (the test would fail)."""
+    R, d, T, lam = 2, 3, 255, 2.0
+    x = torch.randn(T, R, d, generator=torch.Generator().manual_seed(6)) * torch.tensor([1e-3, 1.0, 30.0])
+    expected = (x.double() ** 2).mean(dim=0)  # (R, d): every example's feature, as one per-arm model sees it
+    for K in (2, 5):
+        contexts = torch.zeros(T, R, K, K * d)
+        for k in range(K):
+            contexts[:, :, k, k * d:(k + 1) * d] = x
+        actions = torch.randint(K, (T, R), generator=torch.Generator().manual_seed(7))
+        rewards = torch.randn(T, R, generator=torch.Generator().manual_seed(8))
+        kwargs = {"horizon": T} if cls is LinTS else {}
+        agent = cls(None, device="cpu", n_arms=K, dim=K * d, num_replicas=R, seed=0, lambda_reg=lam, **kwargs)
+        feed(agent, contexts, actions, rewards)
+        assert agent.model_dim == K * d + K
+        prior = agent.prior.double()
+        for k in range(K):
+            torch.testing.assert_close(prior[:, k * d:(k + 1) * d], lam * expected, rtol=1e-5, atol=0)
+        torch.testing.assert_close(prior[:, K * d:], torch.full((R, K), lam, dtype=torch.float64), rtol=0, atol=0)
+
+
 def test_linucb_bonus_is_nu_t_times_confidence_width():
     """An arm's index is x^T theta_hat + c sqrt(log t) sqrt(x^T V^-1 x)."""
     R, K, d = 1, 2, 3
