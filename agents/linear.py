@@ -16,8 +16,8 @@ the plain ridge on features divided by their root mean square: the fit and the e
 when a feature is multiplied by a constant. Over the rows where it is nonzero, not all rows: on one-hot-block
 arms a block's features are zero in the ``K - 1`` other arms' rows, and their mean square over all rows,
 ``1 / K`` of their size where they are present, would make the penalty of ``K`` per-arm models weaker the
-more arms there are (on dense features the two are the same number). ``D`` is renewed at rounds 2, 4, 8, ... (then ``V^-1`` is
-computed afresh from the kept ``sum z z^T``, in float64); between, ``V^-1`` follows each round by a
+more arms there are (on dense features the two are the same number). ``D`` is renewed at rounds 2, 4, 8, ...
+(then ``V^-1`` is computed afresh from the kept ``sum z z^T``, in float64); between, ``V^-1`` follows each round by a
 Sherman-Morrison rank-one update (O(p^2), no inverse in the loop). LinTS keeps a square root ``S`` of
 ``V^-1`` instead (Potter's update), which gives its posterior draws.
 
