@@ -152,7 +152,7 @@ class ArmFeatures:
         return with_intercepts(contexts, None if self.intercept else one_hot_blocks(contexts))
 
     def record(self, z: torch.Tensor) -> None:
-        """Add a round's shown rows ``z`` ``(R, K, p)`` to the sums of squares."""
+        """Add a round's shown rows ``z`` ``(R, K, p)`` to the sums of squares and the counts of nonzero entries."""
         self.square_sum = self.square_sum + (z * z).sum(dim=1)
         self.nonzero_rows = self.nonzero_rows + (z != 0).sum(dim=1)
 
@@ -165,7 +165,12 @@ class ArmFeatures:
         return {"square_sum": self.square_sum, "nonzero_rows": self.nonzero_rows}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        self.square_sum, self.nonzero_rows = state["square_sum"], state["nonzero_rows"]
+        self.square_sum = state["square_sum"]
+        if "nonzero_rows" in state:
+            self.nonzero_rows = state["nonzero_rows"]
+        else:  # saved before 2026-11-27, with the count of all rows shown: that count for every feature seen
+            rows = float(state["rows_seen"])
+            self.nonzero_rows = torch.where(self.square_sum > 0, rows, 0.0).to(self.square_sum.dtype)
 
 
 class _RidgeStatistics:

@@ -33,7 +33,7 @@ from bandit_gym.rng import Stream
 #: The largest ``(chunk, B, p)`` block of row gradients :func:`minibatch_stiffness` forms at once, in floats
 #: (4 MB). All replicas at once, the paper's 2 x 100 network on Shuttle-v0 (p = 6,501) at a 60-replica grid formed
 #: 50 MB blocks, several per step, and spent 26 of 30 seconds allocating and freeing them (page faults); in
-#: chunks the arithmetic per replica is the same and no block leaves the cache.
+#: chunks the arithmetic per replica is the same and no large buffer is allocated and freed at every step.
 STIFFNESS_CHUNK_FLOATS = 2**20
 STEP_SCHEDULES = ("inverse_t", "constant", "inverse_lambda_max")
 PRECONDITIONERS = ("none", "diagonal")

@@ -13,7 +13,7 @@ import torch
 from replicas import feed, linear_rounds, make_vec
 
 from agents import EpsGreedy, LinTS, LinUCB
-from agents.linear import one_hot_blocks, with_intercepts
+from agents.linear import ArmFeatures, one_hot_blocks, with_intercepts
 
 SMALL = {"n_arms": 8, "dim": 5, "horizon": 300}
 
@@ -253,3 +253,14 @@ def test_cuda_agrees_with_cpu(cls):
         for device, agent in agents.items():
             agent.update(x.to(device), a.to(device), r.to(device))
     torch.testing.assert_close(agents["cuda"].theta_hat.cpu(), agents["cpu"].theta_hat, rtol=1e-4, atol=1e-5)
+
+
+def test_arm_features_saved_before_the_nonzero_counts_load_with_the_old_scales():
+    """A state saved before 2026-11-27 holds ``rows_seen`` (every shown row) instead of per-feature nonzero counts:
+    it loads, and its ``D`` is the mean square over all the rows it saw (the rule it was saved under), 1 for a
+    feature never seen nonzero."""
+    features = ArmFeatures(num_replicas=2, n_arms=3, dim=6, intercept=None, device=torch.device("cpu"))
+    square_sum = torch.tensor([[4.0, 0.0, 9.0, 1.0, 2.0, 3.0, 5.0, 6.0, 7.0], [1.0] * 9])
+    features.load_state_dict({"square_sum": square_sum, "rows_seen": torch.tensor(12)})
+    expected = torch.where(square_sum > 0, square_sum / 12, 1.0)
+    torch.testing.assert_close(features.scales(), expected, rtol=0, atol=0)
