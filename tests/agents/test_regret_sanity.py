@@ -114,7 +114,7 @@ def test_glm_agents_keep_playing_shuttles_rare_classes(agent_class, kwargs, seed
     # rivals' stops playing it, and its regret over rounds 4,001-5,000 is 136-189 (stuck), against 63-111 for the
     # seeds that keep learning (measured). With D over all shown rows (the rule before 2026-11-27, a block's prior
     # K = 7 times weaker than a per-arm model's) UCB-GLM was stuck on 4 of seeds 0-29 and LMC-TS with the GLM on 6
-    # of seeds 0-19 (12 of 0-29); with D where each feature is nonzero, on 1 of seeds 0-39 (2 of 0-49) and 1 of
+    # of seeds 0-19 (12 of 0-29); with D where each feature is nonzero, on 0 of seeds 0-39 (2 of 0-49) and 1 of
     # seeds 0-19 (3 of 0-39) (docs/agents.md, "GLM agents' features"). The line at 130 is above every learning seed
     # measured and below every stuck one. The bounds are for another BLAS, where each seed's path is a new draw:
     # at the measured rates (4% and 7.5%) the binomial chance of more than 4 of 40 or 3 of 20 is 2.1% and 5.8%; at
