@@ -560,9 +560,18 @@ class LMCTS(BanditAgent):
         that played them (``self.curvature``), and the sum over a mini-batch (times ``n / B``; all rows for
         full batches) at the chain's start ``theta``. The second follows the weights when they grow faster than
         the played rows record (early rounds, on a wide prior); taking the larger is the smaller, safer step.
-        Fixed during the round's ``K`` steps, so each round's chain targets ``exp(-beta L_t)``."""
+        Fixed during the round's ``K`` steps, so each round's chain targets ``exp(-beta L_t)``.
+
+        Both take the loss's ridge as it is now: ``self.curvature`` was summed from ``2 lambda_reg``, and under
+        ``inverse_temperature="auto"`` the ridge is ``lambda beta_0 / beta_t`` (:meth:`_set_inverse_temperature`),
+        so the difference is added (zero at a fixed temperature). With ``2 lambda`` kept instead, a direction the
+        data do not reach (the weights of an arm never played) moved ``beta_t / beta_0`` times slower than its
+        own curvature allows, 200-600 times on 0/1 rewards, and a seed could keep an early bad draw of an arm's
+        weights for thousands of rounds (``docs/agents.md``, "Preconditioner and temperature")."""
+        ridge_change = 2.0 * (self.model.lambda_reg - self.lambda_reg)[:, None]  # (R, 1)
+        played = self.curvature + ridge_change
         current = 2.0 * self.model.lambda_reg[:, None] + 2.0 * self.model.gradient_squares(theta, batch)  # (R, p)
-        return torch.maximum(self.curvature, current)
+        return torch.maximum(played, current)
 
     def _minibatches(self, t: int) -> torch.Tensor | None:
         """Round ``t``'s mini-batch row indices ``(R, K, B)`` (``(R, K + 1, B)`` with the diagonal preconditioner:
