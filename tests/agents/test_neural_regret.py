@@ -19,7 +19,8 @@ Measured now (regret of rounds 2,001-3,000 per seed):
   1,501-2,000. No stuck seed in 70 runs: rate below ~4% (95%). With the step bound (commit fbe673e), seeds 0-9:
   on [97, 85, 75, 113, 64, 82, 62, 82, 68, 85], off [99, 75, 76, 97, 85, 69, 67, 83, 90, 69]. With the temperature
   from the data (``inverse_temperature="auto"``, 2026-11-27), seeds 0-9: on [87, 92, 84, 90, 57, 83, 65, 84, 86, 72],
-  off [91, 86, 96, 92, 67, 90, 71, 100, 90, 76].
+  off [91, 86, 96, 92, 67, 90, 71, 100, 90, 76]. With the preconditioner at the current temperature's ridge (commit
+  3f5a294): on [97, 114, 96, 84, 61, 99, 73, 90, 86, 69], off [77, 116, 101, 98, 72, 95, 83, 89, 86, 78].
   The threshold is 3x the worst seed and 0.1
   under a stuck one. "At least 9 of 10" fails by chance with probability 0.4% at a 1% rate, 6% at 4%.
 - NeuralTS (since 2026-11-27 its widths scale with the noise estimated from the data, ``noise_scale="auto"``, and
