@@ -24,6 +24,18 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def sb3_log_dir(tmp_path_factory: pytest.TempPathFactory):
+    """Keep Stable-Baselines3's logger folders inside pytest's temporary directory: every ``model.learn`` makes
+    an empty ``SB3-<date>`` folder in the system's temporary directory unless ``SB3_LOGDIR`` names another."""
+    if os.environ.get("SB3_LOGDIR"):
+        yield
+        return
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3_logs"))
+    yield
+    del os.environ["SB3_LOGDIR"]
+
+
 def shared_cache_source() -> tuple[Path, bool]:
     """Where the shared real cache is, and whether the environment variable named it."""
     if os.environ.get(SHARED_CACHE_ENV_VAR):
