@@ -6,6 +6,10 @@ and LMC-TS (linear model; library defaults, kernels on) at R = 1 (``gym.make``) 
 env). The reference and the agents run alternately, ``--repeats`` times, in this one process; each figure is
 the median over the repeats, so every ratio compares runs seconds apart under the same load.
 
+Two floors are measured beside them: ``env.step`` alone (a bare loop playing arm 0, no agent) and
+``UniformRandom`` through ``learn`` (the loop with an agent that draws one uniform a round). Whatever an agent
+computes, its round costs at least the env's step: where the floor already misses a target, no agent can meet it.
+
 Printed per agent and R: microseconds per round (wall, and CPU time of this process), the ratio of a round to
 the reference's round (R = 1; target at most 1.5) and the speed per seed against the reference (R = 10:
 ``10 x reference round / agent round``; target at least 4). CPU model and load average are printed with them.
@@ -24,15 +28,18 @@ import time
 from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
 
 import bandit_gym  # noqa: F401  (registers the envs)
-from agents import LMCTS, LinTS, LinUCB
+from agents import LMCTS, LinTS, LinUCB, UniformRandom
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import cpu_model  # noqa: E402
 from numpy_linucb import run_env  # noqa: E402
 
 AGENTS = {"LinUCB": LinUCB, "LinTS": LinTS, "LMCTS": LMCTS}
+#: The floors: no agent (``env.step`` alone) and an agent that learns nothing.
+FLOORS = {"env.step alone": None, "UniformRandom": UniformRandom}
 ENV_ID = "LinearBandit-v0"
 
 
@@ -49,12 +56,23 @@ def reference(rounds: int) -> tuple[float, float]:
 
 
 def agent_run(name: str, replicas: int, rounds: int) -> tuple[float, float]:
-    """Wall and CPU seconds of ``learn(rounds)`` on a fresh env and agent (seed 0)."""
+    """Wall and CPU seconds of ``learn(rounds)`` on a fresh env and agent (seed 0); for ``"env.step alone"``, of
+    ``rounds`` steps of arm 0 after a reset."""
     if replicas == 1:
         env = gym.make(ENV_ID, horizon=rounds + 1)
     else:
         env = gym.make_vec(ENV_ID, num_envs=replicas, vectorization_mode="vector_entry_point", horizon=rounds + 1)
-    agent = AGENTS[name](env, seed=0)
+    agent_class = {**AGENTS, **FLOORS}[name]
+    if agent_class is None:
+        env.reset(seed=0)
+        action = 0 if replicas == 1 else np.zeros(replicas, dtype=np.int64)
+        wall, cpu = clocks()
+        for _ in range(rounds):
+            env.step(action)
+        end_wall, end_cpu = clocks()
+        env.close()
+        return end_wall - wall, end_cpu - cpu
+    agent = agent_class(env, seed=0)
     wall, cpu = clocks()
     agent.learn(rounds)
     end_wall, end_cpu = clocks()
@@ -68,8 +86,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--agents", nargs="+", default=list(AGENTS), choices=list(AGENTS))
     parser.add_argument("--replicas", nargs="+", type=int, default=[1, 10])
+    parser.add_argument("--no-floors", dest="floors", action="store_false", help="leave out the two floors")
     args = parser.parse_args(argv)
-    cases = [(name, r) for r in args.replicas for name in args.agents]
+    names = [*args.agents, *(FLOORS if args.floors else ())]
+    cases = [(name, r) for r in args.replicas for name in names]
     times: dict = {"reference": []}
     loads = [os.getloadavg()[0]]
     agent_run(args.agents[0], 1, 50)  # warm up (numba's cached kernels, torch's first calls)
