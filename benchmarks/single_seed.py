@@ -21,6 +21,7 @@ the reference's round (R = 1; target at most 1.5) and the speed per seed against
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -66,15 +67,14 @@ def agent_run(name: str, replicas: int, rounds: int) -> tuple[float, float]:
     if agent_class is None:
         env.reset(seed=0)
         action = 0 if replicas == 1 else np.zeros(replicas, dtype=np.int64)
-        wall, cpu = clocks()
-        for _ in range(rounds):
-            env.step(action)
-        end_wall, end_cpu = clocks()
-        env.close()
-        return end_wall - wall, end_cpu - cpu
-    agent = agent_class(env, seed=0)
+
+        def play() -> None:
+            for _ in range(rounds):
+                env.step(action)
+    else:
+        play = functools.partial(agent_class(env, seed=0).learn, rounds)
     wall, cpu = clocks()
-    agent.learn(rounds)
+    play()
     end_wall, end_cpu = clocks()
     env.close()
     return end_wall - wall, end_cpu - cpu

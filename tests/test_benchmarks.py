@@ -40,6 +40,18 @@ def test_batched_numpy_floor_learns_on_the_envs_draws():
     assert np.array_equal(run_batched(3, rounds=500)[0], regret)
 
 
+def test_single_seed_prints_the_agents_and_both_floors(capsys):
+    _benchmark_module("single_seed").main(["--rounds", "20", "--repeats", "1", "--agents", "LinUCB"])
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
+    names = [(row[0].removeprefix("| "), row[1]) for row in rows]
+    assert names == [("numpy textbook LinUCB (reference)", "1"),
+                     *[(name, r) for r in ("1", "10") for name in ("LinUCB", "env.step alone", "UniformRandom")]]
+    for row in rows[1:]:  # the ratio of rounds and the per-seed speed are the same two times, inverted and scaled
+        wall, cpu = (float(v) for v in row[4].split(", "))
+        speed = float(row[5].split(", ")[0].removesuffix(" |"))
+        assert wall > 0 and cpu > 0 and speed == pytest.approx(int(row[1]) / wall, rel=0.02, abs=0.01)
+
+
 @pytest.mark.slow  # a subprocess that imports and compiles everything (about 30 s)
 def test_linear_paper_prints_every_row():
     out = subprocess.run(
