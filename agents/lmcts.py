@@ -515,7 +515,9 @@ class LMCTS(BanditAgent):
             if self.preconditioner == "diagonal":
                 preconditioner = 1.0 / self._round_curvature(theta, None if batches is None else batches[:, 0])
                 batches = None if batches is None else batches[:, 1:]
-            step_bound = None if batches is None else self.step_bound  # full batches: no n / B factor to bound
+            # the bound caps steps on mini-batches of the model's loss (their n / B factor); a full-batch loss needs
+            # none, also beside FG-LMC-TS's own batches of its feel-good term (agents/samplers.py)
+            step_bound = self.step_bound if batches is not None and self.batch_size is not None else None
             theta = langevin_steps(self.model, theta, eta, self.inverse_temperature, noise, batches,
                                    self.n_inner_steps, preconditioner, step_bound, self.model.lambda_reg)
             return self._check_sample(t, eta, theta)

@@ -533,9 +533,12 @@ class FGLMCTS(_ChainAgent):
             self.model = model
 
     def _minibatches(self, t: int) -> torch.Tensor | None:
-        """The model's mini-batches (then the feel-good term's too); with a full-batch model, the feel-good term's
-        own: ``feel_good_batch_size`` past rounds per step, uniform with replacement (stream ``MINIBATCH``)."""
-        if self.batch_size is not None or self.feel_good_batch_size is None or len(self.contexts) == 0:
+        """The model's mini-batches (then the feel-good term's too); with a full-batch model and some ``lambda_fg >
+        0``, the feel-good term's own: ``feel_good_batch_size`` past rounds per step, uniform with replacement (stream
+        ``MINIBATCH``). (LMC-TS's round reads them as the feel-good term's only: the model's loss, its
+        preconditioner and its step bound stay full-batch.)"""
+        if self.batch_size is not None or self.feel_good_batch_size is None or len(self.contexts) == 0 \
+                or not bool((self.lambda_fg > 0).any()):
             return super()._minibatches(t)
         n_batches = self.n_inner_steps + (getattr(self, "preconditioner", "none") == "diagonal")
         u = self._draws("uniform", Stream.MINIBATCH, (n_batches, self.feel_good_batch_size), t)  # (R, K (+ 1), B)

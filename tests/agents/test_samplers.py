@@ -118,8 +118,10 @@ def test_vits_moves_to_the_gaussian_fixed_point_of_its_update():
 
 # -- FG-LMC-TS ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("env_id", "kwargs"), [("LinearBandit-v0", {}), ("LogisticBandit-v0", {"model": "glm"}),
-                                                ("LinearBandit-v0", {"model": "mlp", "model_kwargs": {"hidden": [8]}})],
-                         ids=["linear", "glm-minibatch", "mlp"])
+                                                ("LinearBandit-v0", {"model": "mlp", "model_kwargs": {"hidden": [8]}}),
+                                                ("LinearBandit-v0", {"model": "mlp", "model_kwargs": {"hidden": [8]},
+                                                                     "batch_size": None})],
+                         ids=["linear", "glm-minibatch", "mlp", "mlp-full-batch"])
 def test_fglmcts_with_lambda_zero_is_lmcts_bit_for_bit(env_id, kwargs):
     sizes = {"n_arms": 5, "dim": 4, "horizon": 30}
     runs = []
@@ -144,6 +146,23 @@ def test_fglmcts_replica_with_lambda_zero_follows_lmcts_in_a_mixed_batch(kernels
     else:
         torch.testing.assert_close(fg.theta[0], lmc.theta[0], rtol=1e-4, atol=1e-4)
     assert (fg.theta[1] - lmc.theta[0]).abs().max() > 1e-2
+
+
+def test_fglmcts_full_batch_mlp_keeps_lmcts_chain_beside_its_feel_good_batches():
+    """With a full-batch model the feel-good term draws its own mini-batches; the model's loss, its preconditioner
+    and its step bound stay LMC-TS's full-batch ones. So replica 0 (lambda_fg = 0) of a batch whose replica 1 feels
+    good is LMC-TS's replica 0 of the same batch size bit for bit (before the fix it took the step bound of a
+    mini-batch that its full-batch gradient never used), and replica 1 moves away."""
+    _, contexts, actions, _, rewards = linear_rounds(40, 2, 6, 4, seed=1, noise=0.3)
+    # step 0.05 (five times the default): the old bound of a 4-row mini-batch binds, and differs from no bound
+    kwargs = {"model": "mlp", "model_kwargs": {"hidden": [8]}, "batch_size": None, "n_inner_steps": 5,
+              "step_size": 0.05, "n_arms": 6, "dim": 4, "num_replicas": 2, "seed": [5, 5], "device": "cpu"}
+    fg = FGLMCTS(lambda_fg=[0.0, 1.0], feel_good_batch_size=4, **kwargs)
+    lmc = LMCTS(**kwargs)
+    feed(fg, contexts, actions, rewards)
+    feed(lmc, contexts, actions, rewards)
+    assert torch.equal(fg.theta[0], lmc.theta[0])
+    assert (fg.theta[1] - lmc.theta[1]).abs().max() > 1e-2
 
 
 @pytest.mark.parametrize("model", ["linear", "glm"])
