@@ -34,7 +34,7 @@ from gymnasium.vector.utils import batch_space
 
 from bandit_gym import _kernels, rng
 from bandit_gym.threads import policy
-from bandit_gym.validation import check_choice, check_int, check_keywords, check_render_mode, resolve_device
+from bandit_gym.validation import check_choice, check_int, check_keywords, check_render_mode, resolve_device, short_repr
 
 
 class BanditSimulator(ABC):
@@ -178,15 +178,36 @@ def render_text(sim: BanditSimulator, replica: int, last_action: int | None) -> 
 
 def _spec_with_horizon(spec: EnvSpec | None, episode_steps: int, sim: BanditSimulator) -> EnvSpec | None:
     """``spec`` as ``gym.make`` / ``gym.make_vec`` set it, with ``max_episode_steps`` the rounds an episode
-    really has and the keywords the simulator records (:meth:`BanditSimulator.spec_kwargs`)."""
+    really has and the keywords the simulator records (:meth:`BanditSimulator.spec_kwargs`).
+
+    The keywords keep a ``max_episode_steps`` only where it ends episodes before the horizon: ``gym.make_vec(spec)``
+    passes the spec's ``max_episode_steps`` as a keyword, and the env it makes then records the same spec.
+    """
     if spec is None:
         return None
-    return dataclasses.replace(spec, max_episode_steps=episode_steps, kwargs=sim.spec_kwargs(dict(spec.kwargs)))
+    kwargs = sim.spec_kwargs(dict(spec.kwargs))
+    if episode_steps == sim.horizon:
+        kwargs.pop("max_episode_steps", None)
+    return dataclasses.replace(spec, max_episode_steps=episode_steps, kwargs=kwargs)
 
 
 def _action_error(action: Any, n_arms: int, why: str) -> ValueError:
     return ValueError(f"action must be an integer arm index in [0, {n_arms}) (Discrete({n_arms})); "
                       f"got {action!r} of type {type(action).__name__}: {why}")
+
+
+def _numeric_array(actions: Any, num_envs: int) -> np.ndarray:
+    """``actions`` as a numpy array of numbers (or a 0-d array, refused by the caller); text, objects and
+    ragged nesting are refused, naming what came."""
+    try:
+        array = np.asarray(actions)
+    except ValueError:  # ragged nesting
+        array = None
+    if array is None or (array.ndim > 0 and array.dtype.kind not in "biufc"):
+        raise ValueError(f"actions must be an array-like of {num_envs} integer arm indices (one per replica), got "
+                         f"{short_repr(actions)} of type {type(actions).__name__}"
+                         + ("" if array is None else f" (dtype {array.dtype})"))
+    return array
 
 
 class BanditEnv(gym.Env):
@@ -384,10 +405,12 @@ class BanditVectorEnv(VectorEnv):
 
     def _check_actions(self, actions: Any) -> torch.Tensor:
         if not isinstance(actions, torch.Tensor):
-            actions = torch.as_tensor(np.asarray(actions))
+            actions = _numeric_array(actions, self.num_envs)
         if actions.ndim == 0:
             raise TypeError(f"actions must be an array-like of {self.num_envs} arm indices (one per replica), "
                             f"got the scalar {actions.item()!r}")
+        if isinstance(actions, np.ndarray):
+            actions = torch.as_tensor(actions)
         if actions.shape != (self.num_envs,):
             raise ValueError(f"actions must have shape ({self.num_envs},), got {tuple(actions.shape)}")
         if actions.dtype == torch.bool or actions.is_floating_point() or actions.is_complex():

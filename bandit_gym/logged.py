@@ -31,7 +31,9 @@ References:
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import os
+import zipfile
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
@@ -40,6 +42,7 @@ import gymnasium as gym
 import numpy as np
 
 from bandit_gym.atomic import atomic_write
+from bandit_gym.validation import check_float, short_repr
 
 FIELDS = ("features", "actions", "rewards", "propensities", "expected_rewards")
 
@@ -55,19 +58,30 @@ class BanditLog:
     expected_rewards: np.ndarray | None = None  # (T, R, K) float32
 
     def __post_init__(self) -> None:
-        if self.features.ndim != 4:
-            raise ValueError(f"features must have shape (T, R, K, d), got {self.features.shape}")
+        """Refuse, naming the field and its first bad index: a shape that does not fit, no rounds, a dtype that
+        is not numbers (booleans included), values that are not finite, actions outside ``[0, K)`` and
+        propensities outside ``(0, 1]``."""
+        _check_dtype("features", self.features, "fiu")
+        if self.features.ndim != 4 or 0 in self.features.shape:
+            raise ValueError(f"features must have shape (T, R, K, d) with at least one round, replica, arm and "
+                             f"feature, got {self.features.shape}")
         T, R, K, _ = self.features.shape
-        for name, shape in (("actions", (T, R)), ("rewards", (T, R)), ("propensities", (T, R))):
-            if getattr(self, name).shape != shape:
-                raise ValueError(f"{name} must have shape {shape} (T, R), got {getattr(self, name).shape}")
-        if self.expected_rewards is not None and self.expected_rewards.shape != (T, R, K):
-            raise ValueError(f"expected_rewards must have shape {(T, R, K)}, got {self.expected_rewards.shape}")
-        if not ((self.actions >= 0) & (self.actions < K)).all():
-            raise ValueError(f"actions must be arm indices in [0, {K})")
-        if not ((self.propensities > 0) & (self.propensities <= 1)).all():
-            bad = self.propensities[~((self.propensities > 0) & (self.propensities <= 1))][0]
-            raise ValueError(f"propensities must lie in (0, 1] (a logged action had probability > 0), got {bad}")
+        for name, shape, kinds in (("actions", (T, R), "iu"), ("rewards", (T, R), "fiu"),
+                                   ("propensities", (T, R), "f"), ("expected_rewards", (T, R, K), "fiu")):
+            value = getattr(self, name)
+            if value is None and name == "expected_rewards":
+                continue
+            _check_dtype(name, value, kinds)
+            if value.shape != shape:
+                raise ValueError(f"{name} must have shape {shape} ({'T, R, K' if len(shape) == 3 else 'T, R'}), "
+                                 f"got {value.shape}")
+        for name in ("features", "rewards", "expected_rewards"):
+            if getattr(self, name) is not None:
+                _check_where(name, getattr(self, name), ~np.isfinite(getattr(self, name)), "must be finite")
+        _check_where("actions", self.actions, (self.actions < 0) | (self.actions >= K), f"must be arm indices in "
+                     f"[0, {K})")
+        _check_where("propensities", self.propensities, ~((self.propensities > 0) & (self.propensities <= 1)),
+                     "must lie in (0, 1] (a logged action had probability > 0)")
 
     @property
     def shape(self) -> tuple[int, int, int, int]:
@@ -84,12 +98,43 @@ class BanditLog:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> BanditLog:
-        """Read a log written by :meth:`save`; a file without a log's arrays is refused, naming what is missing."""
-        with np.load(Path(path), allow_pickle=False) as data:
-            missing = [name for name in FIELDS[:4] if name not in data.files]
-            if missing:
-                raise ValueError(f"{path} is not a bandit log: it lacks {missing} (has {sorted(data.files)})")
-            return cls(**{name: data[name] for name in FIELDS if name in data.files})
+        """Read a log written by :meth:`save`. A file that is not one (truncated, damaged, without a log's
+        arrays, or holding a log that :class:`BanditLog` refuses) raises a ``ValueError`` that names it."""
+        try:
+            data = np.load(Path(path), allow_pickle=False)
+            if not isinstance(data, np.lib.npyio.NpzFile):
+                raise ValueError(f"{path} is not a bandit log: it holds one array, not an .npz archive of {FIELDS}")
+            with data:
+                missing = [name for name in FIELDS[:4] if name not in data.files]
+                if missing:
+                    raise ValueError(f"{path} is not a bandit log: it lacks {missing} (has {sorted(data.files)})")
+                arrays = {name: data[name] for name in FIELDS if name in data.files}
+        except (zipfile.BadZipFile, EOFError, ValueError) as exc:
+            if str(exc).startswith(f"{path} is not a bandit log"):
+                raise
+            raise ValueError(f"{path} cannot be read as a bandit log, it is truncated or damaged "
+                             f"({type(exc).__name__}: {exc}); record and save it again") from exc
+        try:
+            return cls(**arrays)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from exc
+
+
+def _check_dtype(name: str, value: Any, kinds: str) -> None:
+    """``value`` is a numpy array of one of the dtype ``kinds`` (``"f"`` float, ``"i"``/``"u"`` integer)."""
+    words = {"f": "float", "i": "integer", "u": "unsigned integer"}
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in kinds:
+        got = (f"dtype {value.dtype}" if isinstance(value, np.ndarray)
+               else f"{short_repr(value)} of type {type(value).__name__}")
+        raise ValueError(f"{name} must be a numpy array of {' or '.join(words[k] for k in kinds)} numbers, got {got}")
+
+
+def _check_where(name: str, values: np.ndarray, bad: np.ndarray, rule: str) -> None:
+    """Raise naming ``name``'s first index where ``bad`` holds, its value and ``rule``."""
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{name} {rule}; {name}[{', '.join(map(str, index))}] is {values[index].item()!r} "
+                         f"({int(bad.sum())} such value(s))")
 
 
 def record(agent: Any, env: gym.Env | gym.vector.VectorEnv, rounds: int, *, seed: int | None = None,
@@ -164,12 +209,23 @@ class Estimate:
         return (self.low <= truth) & (truth <= self.high)
 
 
+#: How far a round's target probabilities may sum from 1, per arm (float32 rounding of ``K`` terms is 6e-8 each).
+_SUM_TOLERANCE = 1e-6
+
+
 def _check(log: BanditLog, target: np.ndarray, level: float) -> None:
+    """``target`` holds ``pi(. | x_t)`` of every logged round: shape ``(T, R, K)``, float, each round's row of
+    probabilities ``>= 0`` and summing to 1 (within ``1e-6 K``); ``level`` is in ``(0, 1)``."""
     T, R, K, _ = log.shape
     if np.shape(target) != (T, R, K):
         raise ValueError(f"target must hold pi(k | x) of every logged round, shape {(T, R, K)}, got {np.shape(target)}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    _check_dtype("target", target, "f")
+    _check_where("target", target, np.isnan(target) | (target < 0), "must hold probabilities >= 0")
+    sums = target.sum(axis=2)  # (T, R)
+    _check_where("target.sum(axis=2)", sums, ~(np.abs(sums - 1) <= _SUM_TOLERANCE * K),
+                 "must be 1 (each logged round's probabilities over the arms sum to 1)")
+    if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < level < 1:
+        raise ValueError(f"level must be a number in (0, 1), got {level!r}")
 
 
 def _mean_and_error(terms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -200,6 +256,7 @@ def snips(log: BanditLog, target: np.ndarray, level: float = 0.95) -> Estimate:
 def reward_model(log: BanditLog, lambda_reg: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Ridge fit of ``r ~ x_a . theta`` per log: ``theta_hat`` ``(R, d)`` and its covariance ``(R, d, d)``
     (``sigma^2 V^-1 X^T X V^-1``, ``sigma^2`` the residuals' mean square)."""
+    check_float("lambda_reg", lambda_reg, minimum=0.0)
     x = np.take_along_axis(log.features, log.actions[..., None, None], axis=2)[:, :, 0].astype(np.float64)  # (T, R, d)
     gram = np.einsum("trd,tre->rde", x, x)  # (R, d, d)
     V = gram + lambda_reg * np.eye(x.shape[2])

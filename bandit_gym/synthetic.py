@@ -27,6 +27,11 @@ PAPER_NOISE_STD = math.sqrt(0.5)
 _BLOCK_FEATURES = 2048
 #: Peak bytes per drawn feature (float64 normals and their temporaries on the torch path).
 _BYTES_PER_FEATURE = 48
+#: Largest ``noise_std``. A reward is ``mean + noise_std * z`` in float32, where a standard normal draw has
+#: ``|z| <= sqrt(-2 ln 2^-33) = 6.764`` (Box-Muller's radius at the smallest uniform, :func:`bandit_gym.rng.normal`)
+#: and ``|mean| <= 10`` (the quadratic bandit's); ``5e37 * 6.764 + 10 = 3.38e38`` stays below float32's largest
+#: number, 3.40e38, so no reward is infinite.
+MAX_NOISE_STD = 5e37
 
 
 class SyntheticBanditSimulator(BanditSimulator):
@@ -37,7 +42,8 @@ class SyntheticBanditSimulator(BanditSimulator):
         dim: Feature dimension ``d``.
         horizon: Rounds per episode ``T``; the env truncates after it.
         changing_arms: New arm set every round (True) or one arm set for the episode (False).
-        noise_std: Standard deviation of the Gaussian reward noise (unused by Bernoulli rewards).
+        noise_std: Standard deviation of the Gaussian reward noise (unused by Bernoulli rewards): 0, or
+            from float32's smallest normal number (1.18e-38) to :data:`MAX_NOISE_STD` (5e37).
         instance_seed: If given, ``theta*`` and a fixed arm set are drawn from this seed and stay
             the same for every episode and replica (the paper's repeats); if None (default) they
             are drawn from each episode's key, so each seed is a new problem instance.
@@ -56,7 +62,7 @@ class SyntheticBanditSimulator(BanditSimulator):
         self.dim = check_int("dim", dim)
         self.horizon = check_int("horizon", horizon)
         self.changing_arms = check_bool("changing_arms", changing_arms)
-        self.noise_std = check_float("noise_std", noise_std, minimum=0.0)
+        self.noise_std = _check_noise_std(noise_std)
         self.instance_seed = None if instance_seed is None else check_int("instance_seed", instance_seed, minimum=0)
         self.draw_rounds = max(1, _BLOCK_FEATURES // (self.n_arms * self.dim))  # rounds per counter of the stream
         features = self.num_replicas * self.draw_rounds * self.n_arms * self.dim  # per counter of the stream
@@ -101,6 +107,17 @@ class SyntheticBanditSimulator(BanditSimulator):
         """``function(x)`` for ``x`` ``(R, B, ...)``; per counter of the stream where a call drew several
         (:func:`bandit_gym._kernels.per_counter`)."""
         return function(x) if self.draws_per_block == 1 else _kernels.per_counter(function, x, self.draw_rounds)
+
+
+def _check_noise_std(noise_std: float) -> float:
+    """0, or a number in ``[float32's smallest normal number, MAX_NOISE_STD]`` (noise is drawn in float32:
+    a smaller one would round to subnormal or zero noise, a larger one give infinite rewards)."""
+    tiny = float(np.finfo(np.float32).tiny)
+    value = check_float("noise_std", noise_std, minimum=0.0, maximum=MAX_NOISE_STD)
+    if 0 < value < tiny:
+        raise ValueError(f"noise_std must be 0 or in [{tiny:.3g}, {MAX_NOISE_STD:g}] (the noise is drawn in "
+                         f"float32, whose smallest normal number is {tiny:.3g}), got {noise_std!r}")
+    return value
 
 
 class LinearBanditSimulator(SyntheticBanditSimulator):

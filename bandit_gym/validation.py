@@ -5,7 +5,9 @@ argument, the value it got and what is accepted. Nothing is silently clipped or 
 beyond the lossless (an integral numpy scalar is an int; an int is a float). For env
 constructors: :func:`check_keywords` (an unknown keyword: ``TypeError``),
 :func:`check_render_mode`, :func:`check_memory` (``MemoryError`` with an estimate, before
-allocating). How many threads torch uses, forked workers included, is :mod:`bandit_gym.threads`'s business.
+allocating), :func:`check_path`. Messages show a value through :func:`short_repr` (an array by its
+shape and dtype, anything else cut to 80 characters). How many threads torch uses, forked workers
+included, is :mod:`bandit_gym.threads`'s business.
 """
 
 from __future__ import annotations
@@ -20,8 +22,17 @@ from typing import Any
 import gymnasium as gym
 import torch
 
-__all__ = ["check_int", "check_float", "check_bool", "check_choice", "resolve_device", "check_keywords",
-           "check_render_mode", "check_memory"]
+__all__ = ["check_int", "check_float", "check_bool", "check_choice", "check_path", "resolve_device",
+           "check_keywords", "check_render_mode", "check_memory", "short_repr"]
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``value`` as a message shows it: an array (numpy, torch) by its type, shape and dtype, anything else
+    by its ``repr`` cut to ``limit`` characters."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"{type(value).__name__} of shape {tuple(value.shape)} and dtype {value.dtype}"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def check_int(name: str, value: Any, minimum: int | None = 1, maximum: int | None = None) -> int:
@@ -61,6 +72,15 @@ def check_choice(name: str, value: Any, choices: tuple | list) -> Any:
     """One of ``choices``."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+    return value
+
+
+def check_path(name: str, value: Any) -> Any:
+    """A filesystem path (a non-empty ``str`` or an ``os.PathLike`` of one, such as ``pathlib.Path``) or None."""
+    text = os.fspath(value) if isinstance(value, os.PathLike) else value
+    if value is not None and (not isinstance(text, str) or not text):
+        raise ValueError(f"{name} must be a path (a non-empty str or an os.PathLike such as pathlib.Path) or None, "
+                         f"got {short_repr(value)} of type {type(value).__name__}")
     return value
 
 

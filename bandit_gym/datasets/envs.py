@@ -24,6 +24,12 @@ from bandit_gym.validation import check_int, check_memory
 
 #: The paper's horizon on the real datasets (capped by the number of rows).
 PAPER_HORIZON = 10_000
+#: Largest observation a dataset env builds, in bytes: one round's ``(K, K d)`` float32 one-hot blocks
+#: (``4 K^2 d`` bytes for ``K`` classes of ``d`` features). An env holds about ``3 R + 2`` of them for ``R``
+#: replicas (the rounds drawn, the observation space's low and high bounds and the batched space's), so a
+#: single env stays near 1 GiB; CIFAR10 (10 classes of 3,072 features) needs 1.2 MB. A larger one is refused
+#: with its size: fewer classes (merge rare ones) or fewer features.
+MAX_OBSERVATION_BYTES = 2**28
 
 
 class DatasetBanditSimulator(BanditSimulator):
@@ -114,10 +120,23 @@ class DatasetBanditSimulator(BanditSimulator):
         self.dim = self.n_arms * self.feature_dim  # K d of one arm
         self.block_rounds = max(1, 8192 // (self.n_arms * self.dim))  # rounds built per call (any number will do)
         self.feature_low, self.feature_high = self.data.feature_low, self.data.feature_high
-        check_memory(self.num_replicas * self.block_rounds * self.n_arms * self.dim * 4 * 2,
-                     f"{self.num_replicas} replica(s) of {title} ({self.n_arms} arms x dim {self.dim})")
+        self._check_size(title)
         self.rows: torch.Tensor | None = None  # (R, T) row indices of this episode, in visiting order
         self._labels_now: torch.Tensor | None = None  # (R,) true classes of the current round
+
+    def _check_size(self, title: str) -> None:
+        """Refuse an observation above :data:`MAX_OBSERVATION_BYTES`, and an env this machine cannot hold."""
+        observation = self.n_arms * self.dim * 4  # bytes of one (K, K d) float32 observation
+        total = observation * (self.num_replicas * (self.block_rounds + 2) + 2)  # blocks, batched and single bounds
+        what = f"{self.num_replicas} replica(s) of {title} ({self.n_arms} arms x dim {self.dim})"
+        if observation > MAX_OBSERVATION_BYTES:
+            raise MemoryError(
+                f"{title}: {self.n_arms} classes x {self.feature_dim} features make each observation "
+                f"({self.n_arms}, {self.dim}) float32, {observation / 2**20:,.0f} MiB, above the limit of "
+                f"{MAX_OBSERVATION_BYTES / 2**20:,.0f} MiB (bandit_gym.datasets.envs.MAX_OBSERVATION_BYTES); "
+                f"{what} would need about {total / 2**30:,.1f} GiB. Use fewer classes (merge rare ones) or fewer "
+                "features")
+        check_memory(total, what)
 
     def spec_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """The user's ``X, y`` (and ``feature_names``) give way to ``data``: their prepared data, named in text."""

@@ -24,7 +24,7 @@ from bandit_gym.datasets import _openml_files
 from bandit_gym.datasets.errors import DatasetFileError, DatasetNotFoundError, import_optional
 from bandit_gym.datasets.published import SPECS, DatasetSpec, check_published, get_spec
 from bandit_gym.datasets.tabular import LoadedDataset, check_options, preprocess, scale
-from bandit_gym.validation import check_bool, check_int
+from bandit_gym.validation import check_bool, check_int, check_path
 
 __all__ = [  # SPECS, get_spec, check_published and LoadedDataset are re-exported from their modules
     "CIFAR10_ROOT_ENV_VAR", "SPECS", "DatasetSpec", "LoadedDataset", "check_published", "download_dataset",
@@ -43,15 +43,17 @@ def resolve_cache_dir(name: str, cache_dir: str | os.PathLike | None = None) -> 
 
     OpenML data: ``OPENML_CACHE_DIR``, else openml's configured cache directory.
     CIFAR10 (torchvision ``root``): ``BANDIT_GYM_CIFAR10_ROOT``, else ``~/.cache/bandit_gym/torchvision``.
+    ``cache_dir`` must be None or a path (:func:`bandit_gym.validation.check_path`).
     """
     spec = get_spec(name)
+    check_path("cache_dir", cache_dir)
     if cache_dir is None and spec.openml_id is None:
         return Path(os.environ.get(CIFAR10_ROOT_ENV_VAR, "~/.cache/bandit_gym/torchvision")).expanduser()
     return _openml_root(cache_dir)
 
 
 def _openml_root(cache_dir: str | os.PathLike | None) -> Path:
-    if cache_dir is not None:
+    if check_path("cache_dir", cache_dir) is not None:
         return Path(cache_dir).expanduser()
     if "OPENML_CACHE_DIR" in os.environ:
         return Path(os.environ["OPENML_CACHE_DIR"]).expanduser()

@@ -19,7 +19,7 @@ from bandit_gym.datasets.loaders import load_dataset, load_openml
 from bandit_gym.datasets.published import SPECS, get_spec
 from bandit_gym.datasets.tabular import LoadedDataset
 from bandit_gym.datasets.user_data import prepare_dataset
-from bandit_gym.validation import check_bool
+from bandit_gym.validation import check_bool, check_path, short_repr
 
 _HOW = ("X=..., y=... (your own data: ClassificationBandit-v0), data_id=N (an OpenML id: OpenMLBandit-v0) or "
         f"dataset=NAME (a named preset, one of {sorted(SPECS)}: Shuttle-v0 and the others set it)")
@@ -125,6 +125,7 @@ def open_source(
     """
     check_bool("download", download)
     check_bool("verify_checksums", verify_checksums)
+    check_path("cache_dir", cache_dir)
     given = [name for name, value in (("dataset", dataset), ("data_id", data_id), ("X", X), ("data", data))
              if value is not None]
     if X is None and y is not None:
@@ -137,24 +138,24 @@ def open_source(
     if X is not None or data is not None:
         for name, value, default in (("cache_dir", cache_dir, None), ("download", download, False),
                                      ("verify_checksums", verify_checksums, True), ("target", target, None)):
-            if value != default:
+            if value is not default:
                 hint = "; for a DataFrame's label column pass y='COLUMN'" if name == "target" else ""
-                raise ValueError(f"{name} applies to the named and OpenML datasets, not to X, y; got {name}={value!r}"
-                                 f"{hint}")
-        options["missing"] = missing or "error"
+                raise ValueError(f"{name} applies to the named and OpenML datasets, not to X, y; got "
+                                 f"{name}={short_repr(value)}{hint}")
+        options["missing"] = "error" if missing is None else missing
         if data is not None:
             return _source_of_handle(data, options, feature_names)
         prepared = prepare_dataset(X, y, name="X, y", feature_names=feature_names, **options)
         return DataSource("arrays", "X, y", {}, prepared, InMemoryData.of(prepared, options))
     if feature_names is not None:
-        raise ValueError(f"feature_names names the columns of an array X only; got feature_names={feature_names!r} "
-                         f"with {given[0]}")
-    cached = {**options, "missing": missing or "impute", "cache_dir": cache_dir, "download": download,
-              "verify_checksums": verify_checksums}
+        raise ValueError(f"feature_names names the columns of an array X only; got "
+                         f"feature_names={short_repr(feature_names)} with {given[0]}")
+    cached = {**options, "missing": "impute" if missing is None else missing, "cache_dir": cache_dir,
+              "download": download, "verify_checksums": verify_checksums}
     if dataset is not None:
         if target is not None:
             raise ValueError(f"target applies to OpenMLBandit-v0 (data_id=...); {get_spec(dataset).title} has its "
-                             f"published class attribute; got target={target!r}")
+                             f"published class attribute; got target={short_repr(target)}")
         arguments = {"name": get_spec(dataset).name, **cached}
         return DataSource("dataset", get_spec(dataset).title, arguments, load_dataset(**arguments))
     arguments = {"data_id": data_id, "target": target, **cached}
@@ -176,7 +177,7 @@ def _source_of_handle(data: str, options: dict[str, str], feature_names: Any) ->
         data = InMemoryData._made(data, prepared, _options_in_text(data))
     if feature_names is not None:
         raise ValueError(f"feature_names names the columns of an array X; data= holds prepared data, got "
-                         f"feature_names={feature_names!r}")
+                         f"feature_names={short_repr(feature_names)}")
     for name, value in options.items():
         if data.options.get(name) != value:
             raise ValueError(f"{name}={value!r} differs from the {name}={data.options.get(name)!r} that data= was "

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from bandit_gym.datasets.tabular import LoadedDataset, Table, check_options, preprocess
+from bandit_gym.validation import short_repr
 
 
 def prepare_dataset(
@@ -44,11 +45,12 @@ def prepare_dataset(
         X: A 2-D array-like (numpy, torch on CPU, nested lists), a pandas DataFrame, or an sklearn
             ``Bunch`` holding ``data`` and ``target`` (then ``y`` must be None).
         y: Class labels, one per row of ``X``: integers, strings or booleans (a 1-D array-like or a
-            pandas Series), or, when ``X`` is a DataFrame, the name of its column that holds them (that
-            column is then not a feature).
+            pandas Series; a column of them, an ``(n, 1)`` array or a one-column DataFrame, is taken as
+            its one column, as scikit-learn takes it), or, when ``X`` is a DataFrame, the name of its
+            column that holds them (that column is then not a feature).
         name: A name for the dataset.
-        feature_names: Names of the columns of an array ``X`` (default: a ``Bunch``'s
-            ``feature_names``, else ``x0``, ``x1``, ...). A DataFrame names its own columns.
+        feature_names: Names of the columns of an array ``X``, one distinct ``str`` per column (default:
+            a ``Bunch``'s ``feature_names``, else ``x0``, ``x1``, ...). A DataFrame names its own columns.
         encoding, scaling: As for the named datasets: see :func:`bandit_gym.datasets.tabular.preprocess`.
         missing: ``"error"`` (default): refuse NaN/None; ``"impute"``: numeric values take the column
             mean, nominal ones a value of their own (the named datasets' treatment); ``"drop"``: drop
@@ -122,9 +124,7 @@ def _features(x: Any, names: Any) -> tuple[list[str], list[np.ndarray], list[lis
         if array.ndim != 2:
             raise ValueError(f"X must be 2-D (rows, features), got shape {array.shape}"
                              + ("; for one feature pass X.reshape(-1, 1)" if array.ndim == 1 else ""))
-        names = [f"x{j}" for j in range(array.shape[1])] if names is None else [str(n) for n in names]
-        if len(names) != array.shape[1]:
-            raise ValueError(f"feature_names has {len(names)} names for the {array.shape[1]} columns of X")
+        names = [f"x{j}" for j in range(array.shape[1])] if names is None else _names(names, array.shape[1])
         pairs = list(zip(names, array.T, strict=True))
     if not pairs or len(pairs[0][1]) == 0:
         raise ValueError(f"X must have at least one row and one column, got {len(pairs)} columns")
@@ -134,6 +134,25 @@ def _features(x: Any, names: Any) -> tuple[list[str], list[np.ndarray], list[lis
         columns.append(column)
         categories.append(cats)
     return [name for name, _ in pairs], columns, categories
+
+
+def _names(names: Any, n_columns: int) -> list[str]:
+    """``feature_names`` checked: a list, tuple or 1-D array of ``n_columns`` distinct ``str``."""
+    if isinstance(names, (str, bytes)) or not isinstance(names, (Sequence, np.ndarray)) or np.ndim(names) != 1:
+        raise ValueError(f"feature_names must be a list of {n_columns} column names (str), got {short_repr(names)} "
+                         f"of type {type(names).__name__}")
+    names = list(names)
+    if len(names) != n_columns:
+        raise ValueError(f"feature_names has {len(names)} names for the {n_columns} columns of X")
+    seen: dict[str, int] = {}
+    for index, name in enumerate(names):
+        if not isinstance(name, str):
+            raise ValueError(f"feature_names must hold str names, got {short_repr(name)} of type "
+                             f"{type(name).__name__} at index {index}")
+        if name in seen:
+            raise ValueError(f"feature_names must be distinct, got {name!r} at indices {seen[name]} and {index}")
+        seen[name] = index
+    return [str(name) for name in names]
 
 
 def _column(what: str, values: Any) -> tuple[np.ndarray, list[str] | None]:
@@ -199,7 +218,7 @@ def _labels(y: Any, target_names: Any) -> tuple[np.ndarray, list[str]]:
         new_code[used] = np.arange(len(used))
         return new_code[codes], [str(y.categories[i]) for i in used]
     array = np.asarray(y.to_numpy(dtype=object) if _is_pandas(y, "Series") and y.dtype.kind not in "biufUS" else y)
-    if array.ndim == 2 and array.shape[1] == 1:
+    if array.ndim == 2 and array.shape[1] == 1:  # a column of labels, (n, 1): its one column (documented)
         array = array[:, 0]
     if array.ndim != 1:
         raise ValueError(f"y must be 1-D (one label per row), got shape {array.shape}")

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import gymnasium as gym
@@ -74,3 +75,55 @@ def test_malformed_entry_fails_at_import(tmp_path):
     assert bad.returncode != 0
     assert "envs_registry.yaml: entry 'LinearBandit-v0': entry_point must look like" in bad.stderr
 
+
+
+def _assert_recreates(envs) -> gym.vector.VectorEnv:
+    """Gymnasium's ``test_make_vec_with_spec``: ``gym.make_vec(envs.spec)`` makes an equal env with an equal spec."""
+    recreated = gym.make_vec(envs.spec)
+    assert envs.spec == recreated.spec
+    assert envs.num_envs == recreated.num_envs
+    assert type(envs) is type(recreated)
+    assert envs.observation_space == recreated.observation_space
+    assert envs.single_observation_space == recreated.single_observation_space
+    assert envs.action_space == recreated.action_space
+    assert envs.single_action_space == recreated.single_action_space
+    assert envs.render_mode == recreated.render_mode
+    envs.close()
+    recreated.close()
+    return recreated
+
+
+@pytest.mark.parametrize("env_id", bandit_gym.ENV_IDS)
+def test_make_vec_of_a_made_spec_recreates_the_spec(make_env, env_id):
+    envs = make_env(env_id, num_envs=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no "episodes end before horizon": the horizon governs
+        recreated = _assert_recreates(envs)
+    assert recreated.spec.max_episode_steps == recreated.episode_steps == recreated.horizon
+
+
+@pytest.mark.parametrize("how", ["sync", "render", "cut", "longer"])
+def test_make_vec_of_a_made_spec_recreates_it_with_gymnasium_options(how):
+    small = {"n_arms": 3, "dim": 2, "horizon": 12}
+    if how == "sync":
+        envs = gym.make_vec("LinearBandit-v0", num_envs=3, vectorization_mode="sync", **small)
+    elif how == "render":
+        envs = gym.make_vec("LinearBandit-v0", vectorization_mode="vector_entry_point", render_mode="ansi", **small)
+    elif how == "longer":  # a max_episode_steps past the horizon cuts nothing: the spec says the horizon
+        envs = gym.make_vec("LinearBandit-v0", vectorization_mode="vector_entry_point", max_episode_steps=50, **small)
+        assert envs.spec.max_episode_steps == 12 and "max_episode_steps" not in envs.spec.kwargs
+    else:  # a max_episode_steps before the horizon cuts episodes, and the recreated env's too
+        with pytest.warns(UserWarning, match="max_episode_steps=5 rounds, before horizon=12"):
+            envs = gym.make_vec("LinearBandit-v0", vectorization_mode="vector_entry_point", max_episode_steps=5,
+                                **small)
+        assert envs.spec.max_episode_steps == envs.spec.kwargs["max_episode_steps"] == 5
+        with pytest.warns(UserWarning, match="max_episode_steps=5 rounds"):
+            _assert_recreates(envs)
+        return
+    _assert_recreates(envs)
+
+
+def test_make_vec_of_a_made_spec_keeps_a_horizon_above_the_registered_default():
+    envs = gym.make_vec("LinearBandit-v0", vectorization_mode="vector_entry_point", n_arms=2, dim=1, horizon=10_003)
+    recreated = gym.make_vec(envs.spec)
+    assert recreated.unwrapped.episode_steps == recreated.unwrapped.horizon == 10_003
