@@ -39,12 +39,12 @@ import torch
 from agents import _kernels
 from agents.callbacks import as_round_hooks, make_env
 from agents.rounds import Rounds
-from agents.validation import check_int, per_replica, replica_seeds
+from agents.validation import check_bool, check_int, per_replica, replica_seeds
 from bandit_gym import rng
 from bandit_gym.atomic import atomic_write
 from bandit_gym.rng import Stream
 from bandit_gym.threads import policy
-from bandit_gym.validation import resolve_device
+from bandit_gym.validation import check_memory, resolve_device, short_repr
 
 
 def env_sizes(env: gym.Env | gym.vector.VectorEnv) -> tuple[int, int, int]:
@@ -212,17 +212,23 @@ class BanditAgent(ABC):
 
     @policy()
     def update(self, observation, action, reward) -> None:
-        """One online step: learn from playing ``action`` on ``observation`` and getting ``reward``."""
+        """One online step: learn from playing ``action`` on ``observation`` and getting ``reward``.
+
+        ``reward`` is this round's reward, a number or one per replica. Under delayed or batched feedback
+        (:mod:`bandit_gym.feedback`) a step's reward is NaN until it is revealed, and ``update`` refuses it:
+        learn from ``info`` with :meth:`agents.feedback.PendingRounds.update` instead (``docs/envs.md``,
+        "Feedback settings").
+        """
         contexts = self._as_contexts(observation, check_finite=True)
-        actions = torch.as_tensor(np.asarray(action) if not isinstance(action, torch.Tensor) else action)
-        actions = actions.to(self.device, torch.int64).reshape(-1)  # (R,)
+        actions = self._as_actions(action)
         rewards = self._as_rewards(reward)
-        if actions.shape != (self.num_replicas,):
-            raise ValueError(f"action must hold one value per replica ({self.num_replicas}), got {action!r}")
-        if bool(((actions < 0) | (actions >= self.n_arms)).any()):
-            raise ValueError(f"action must be in [0, {self.n_arms}), got {actions.tolist()}")
+        if bool(torch.isnan(rewards).any()):
+            raise ValueError(f"reward must be a finite number, got {short_repr(rewards.tolist())}: a feedback "
+                             "wrapper (bandit_gym.feedback) returns NaN for a round whose reward has not arrived; "
+                             "learn from info['revealed_rounds'] with agents.feedback.PendingRounds().update(agent, "
+                             "obs, action, info) (docs/envs.md, 'Feedback settings')")
         if not bool(torch.isfinite(rewards).all()):
-            raise ValueError(f"reward must be finite, got {rewards.tolist()}")
+            raise ValueError(f"reward must be finite, got {short_repr(rewards.tolist())}")
         self._observe(contexts, actions, rewards)
         self.t += 1
 
@@ -255,6 +261,7 @@ class BanditAgent(ABC):
         any other SB3 output, give your own logger to :meth:`set_logger` instead. What is logged: see
         :meth:`set_logger`.
         """
+        check_bool("progress_bar", progress_bar)
         if tensorboard_log is not None:
             self.set_logger(_tensorboard_logger(tensorboard_log))
         if isinstance(env, int) and not isinstance(env, bool):
@@ -347,7 +354,7 @@ class BanditAgent(ABC):
         reward model is your own ``nn.Module`` needs it again, ``load(path, model=MyNet(...))`` (the file
         holds its parameters, not its code); the saved parameters are loaded into the R copies.
         """
-        payload = torch.load(Path(path), map_location="cpu", weights_only=True)
+        payload = _read_saved(path)
         if payload["class"] != cls.__name__:
             raise ValueError(f"{path} holds a {payload['class']} agent, not a {cls.__name__}")
         hyperparameters = {**payload["hyperparameters"], **(custom_objects or {})}
@@ -359,6 +366,7 @@ class BanditAgent(ABC):
                              f"({saved_module}), which a file cannot rebuild: pass one, {cls.__name__}.load(path, "
                              f"model={saved_module.rsplit('.', 1)[-1]}(...)) or custom_objects={{'model': ...}}; "
                              "its saved parameters are then loaded into it")
+        _check_saved_sizes(path, payload["sizes"])
         agent = cls(None, seed=payload["seed"], device=device, **payload["sizes"], **hyperparameters)
         saved_theta, theta = payload["state"].get("theta"), getattr(agent, "theta", None)
         if saved_theta is not None and theta is not None and saved_theta.shape != theta.shape:
@@ -455,6 +463,10 @@ class BanditAgent(ABC):
             x = observation
         else:
             array = np.asarray(observation)
+            if array.dtype.kind not in "biuf":
+                raise ValueError(f"observation must be an array of numbers, ({self.n_arms}, {self.dim}) or "
+                                 f"({self.num_replicas}, {self.n_arms}, {self.dim}), numpy or torch, got "
+                                 f"{short_repr(observation)}")
             x = torch.from_numpy(array if array.flags.writeable else array.copy())
         given = x
         if x.ndim == 2:
@@ -470,10 +482,36 @@ class BanditAgent(ABC):
                              f"value{'s' if count > 1 else ''}, the first at index {first}")
         return x
 
+    def _as_actions(self, action) -> torch.Tensor:
+        """Arms played, given to :meth:`update` (an integer, numpy or torch), as ``(R,)`` int64 on the device,
+        checked: integers in ``[0, n_arms)``, one per replica."""
+        actions = action if isinstance(action, torch.Tensor) else np.asarray(action)
+        if isinstance(actions, torch.Tensor):
+            integral = not (actions.is_floating_point() or actions.is_complex() or actions.dtype == torch.bool)
+        else:
+            integral = actions.dtype.kind in "iu"
+        if not integral:
+            raise ValueError(f"action must be integers (arms in [0, {self.n_arms})), one per replica "
+                             f"({self.num_replicas}), got {short_repr(action)}")
+        actions = torch.as_tensor(actions).to(self.device, torch.int64).reshape(-1)  # (R,)
+        if actions.shape != (self.num_replicas,):
+            raise ValueError(f"action must hold one value per replica ({self.num_replicas}), got "
+                             f"{len(actions)} values: {short_repr(actions.tolist())}")
+        if bool(((actions < 0) | (actions >= self.n_arms)).any()):
+            raise ValueError(f"action must be in [0, {self.n_arms}), got {short_repr(actions.tolist())}")
+        return actions
+
     def _as_rewards(self, reward) -> torch.Tensor:
         """An env's reward(s) (a number, numpy or torch) as ``(R,)`` float32 on the device."""
         if not isinstance(reward, torch.Tensor):
-            reward = torch.from_numpy(np.asarray(reward, dtype=np.float32))
+            try:
+                reward = torch.from_numpy(np.asarray(reward, dtype=np.float32))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"reward must be a number or one number per replica ({self.num_replicas}), got "
+                                 f"{short_repr(reward)}") from exc
+        if reward.numel() != self.num_replicas:
+            raise ValueError(f"reward must hold one value per replica ({self.num_replicas}), got "
+                             f"{reward.numel()} values of shape {tuple(reward.shape)}")
         return reward.to(self.device, torch.float32).reshape(self.num_replicas)
 
     def _draws(self, kind: str, stream: Stream, shape: tuple[int, ...], t: int | None = None) -> torch.Tensor:
@@ -537,10 +575,54 @@ def _saved_module_name(model: Any) -> str | None:
     return model[_MODULE_MARK] if isinstance(model, dict) and _MODULE_MARK in model else None
 
 
+#: What :meth:`BanditAgent.save` writes: a dict with these keys.
+_FILE_KEYS = ("class", "hyperparameters", "sizes", "seed", "t", "state")
+_SIZE_KEYS = ("n_arms", "dim", "num_replicas")
+
+
+def _read_saved(path: str | os.PathLike) -> dict[str, Any]:
+    """The payload of a file written by :meth:`BanditAgent.save`; a ``ValueError`` naming ``path`` for a file that is
+    empty, cut short, not written by ``torch.save`` or lacking one of its keys (an ``OSError`` as ``open`` raises
+    it for a path that cannot be read)."""
+    try:
+        payload = torch.load(Path(path), map_location="cpu", weights_only=True)
+    except OSError:
+        raise
+    except Exception as exc:  # torch.load's errors for bad bytes: EOFError (empty), UnpicklingError, RuntimeError
+        cause = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else "the file ends early"
+        raise ValueError(f"{path} is not an agent file written by save: torch.load cannot read it "
+                         f"({type(exc).__name__}: {cause})") from exc
+    if not isinstance(payload, dict):
+        raise ValueError(f"{path} is not an agent file written by save: it holds a {type(payload).__name__}, "
+                         f"not a dict with the keys {', '.join(_FILE_KEYS)}")
+    missing = [key for key in _FILE_KEYS if key not in payload]
+    if missing:
+        raise ValueError(f"{path} is not a complete agent file: it lacks the key {missing[0]!r} (save writes "
+                         f"{', '.join(_FILE_KEYS)}; a damaged or foreign file)")
+    sizes, state = payload["sizes"], payload["state"]
+    if not isinstance(sizes, dict) or sorted(sizes) != sorted(_SIZE_KEYS):
+        raise ValueError(f"{path}: the saved 'sizes' must be a dict with the keys {', '.join(_SIZE_KEYS)}, "
+                         f"got {short_repr(sizes)}")
+    if not isinstance(state, dict):
+        raise ValueError(f"{path}: the saved 'state' must be a dict of tensors, got {type(state).__name__}")
+    return payload
+
+
+def _check_saved_sizes(path: Any, sizes: dict[str, Any]) -> None:
+    """Refuse, before an agent is built from them, saved sizes that are not integers >= 1 or whose agent would not
+    fit in memory: the linear and Langevin agents keep ``(R, d, d)`` float32 statistics, so a damaged ``dim`` of
+    ``10**9`` would otherwise have the agent allocate until the system ends the process."""
+    for name in _SIZE_KEYS:
+        check_int(f"{path}: the saved size {name!r}", sizes[name])
+    replicas, dim = sizes["num_replicas"], sizes["dim"]
+    check_memory(4.0 * replicas * dim * dim, f"{path}: an agent of the saved sizes (n_arms={sizes['n_arms']}, "
+                                            f"dim={dim}, num_replicas={replicas}; a damaged file?)")
+
+
 def _check_saved_state(path: Any, saved: dict[str, Any], fresh: dict[str, torch.Tensor]) -> None:
     """Refuse a saved state whose tensors are not the ones a fresh agent of the same sizes holds: the same
     names, dtypes and shapes, where a length 0 in the fresh agent (the rows of a :class:`agents.History`)
-    is any length ``n``, the same for every such tensor."""
+    is any length ``n``, the same for every such tensor; and floating-point values that are NaN or Inf."""
     missing, unknown = sorted(fresh.keys() - saved.keys()), sorted(saved.keys() - fresh.keys())
     if missing:
         raise ValueError(f"{path}: the file lacks the state tensor {missing[0]!r} (a damaged or foreign file)")
@@ -553,6 +635,10 @@ def _check_saved_state(path: Any, saved: dict[str, Any], fresh: dict[str, torch.
             raise ValueError(f"{path}: state {name!r} must be a tensor, got {type(value).__name__}")
         if value.dtype != expected.dtype:
             raise ValueError(f"{path}: state tensor {name!r} has dtype {value.dtype}, expected {expected.dtype}")
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            count = int((~torch.isfinite(value)).sum())
+            raise ValueError(f"{path}: state tensor {name!r} has {count} NaN or Inf value{'s' if count > 1 else ''} "
+                             "(a damaged file, or an agent saved after its parameters diverged)")
         ok = value.ndim == expected.ndim and all(e in (v, 0) for v, e in zip(value.shape, expected.shape, strict=True))
         if ok and 0 in expected.shape:
             lengths = {v for v, e in zip(value.shape, expected.shape, strict=True) if e == 0}

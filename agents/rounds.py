@@ -8,6 +8,7 @@ runner: timing, progress bar, checkpoints). One round is::
     obs, reward, terminated, truncated, info = env.step(actions)
     learn(contexts, actions, rewards)           # _observe (+ t += 1), or update when checked;
                                                 # under delayed or batched feedback: the rounds paid now
+                                                # (PendingRounds.learn, or PendingRounds.update when checked)
     yield Round(...)
 
 Example (timing the parts as the runner does)::
@@ -26,7 +27,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from agents.feedback import REVEALED, PendingRounds
+from agents.feedback import REVEALED, PendingRounds, paid
 from bandit_gym.threads import policy
 
 
@@ -37,8 +38,9 @@ class Round:
     ``round``: 1-based within this loop; ``contexts``: the arms' features ``(R, K, d)``; ``actions``: the arms
     played ``(R,)`` int64 tensor; ``observation``, ``reward``, ``terminated``, ``truncated``, ``info``: what
     ``env.step`` returned (``observation`` is the next round's); ``rewards``: the reward as ``(R,)`` float32 on
-    the agent's device; ``select_s``, ``update_s``: seconds spent choosing the arms and learning (waiting for a
-    CUDA device only with ``timed=True``).
+    the agent's device (under delayed or batched feedback, where ``reward`` is NaN until revealed: what the step
+    paid, the sum of the rewards ``info`` reveals, :func:`agents.feedback.paid`); ``select_s``, ``update_s``:
+    seconds spent choosing the arms and learning (waiting for a CUDA device only with ``timed=True``).
     """
 
     round: int
@@ -109,19 +111,21 @@ class Rounds:
             next_obs, reward, terminated, truncated, info = env.step(step_actions)
             stepped = clock()
             self.updating = True
-            rewards = agent._as_rewards(reward)  # (R,)
-            if self._checked:  # (update checks the contexts it is given; the rounds paid later are checked here)
-                contexts = agent._as_contexts(obs, check_finite=REVEALED in info)
+            if self._checked:  # (update and pending.update check the contexts they are given)
+                contexts = agent._as_contexts(obs)
             if REVEALED in info:  # delayed or batched feedback: learn from the rounds paid now (agents/feedback.py)
-                pending.played(contexts, actions)
-                for paid in pending.revealed(info, agent.device):
-                    agent._observe(*paid)
-                agent.t += 1
-            elif self._checked:
-                agent.update(contexts, actions, rewards)
+                rewards = agent._as_rewards(paid(info))  # (R,) (the step's own reward is NaN until revealed)
+                if self._checked:
+                    pending.update(agent, contexts, actions, info)
+                else:
+                    pending.learn(agent, contexts, actions, info)
             else:
-                agent._observe(contexts, actions, rewards)
-                agent.t += 1
+                rewards = agent._as_rewards(reward)  # (R,)
+                if self._checked:
+                    agent.update(contexts, actions, rewards)
+                else:
+                    agent._observe(contexts, actions, rewards)
+                    agent.t += 1
             if synchronize is not None:
                 synchronize()
             updated = clock()

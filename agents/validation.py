@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from bandit_gym.validation import check_choice, check_float, check_int
+from bandit_gym.validation import check_bool, check_choice, check_float, check_int
 
-__all__ = ["check_choice", "check_float", "check_int", "per_replica", "replica_seeds"]
+__all__ = ["check_bool", "check_choice", "check_float", "check_int", "per_replica", "replica_seeds"]
 
 
 def _as_python_values(name: str, value: Any) -> list | None:

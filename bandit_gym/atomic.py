@@ -22,17 +22,36 @@ def atomic_write(path: str | os.PathLike) -> Iterator[BinaryIO]:
     """A binary file to write ``path``'s new content into; renamed over ``path`` when the block ends.
 
     The file is readable by others (``0o644``, not ``mkstemp``'s private mode): results are meant to be read.
+    An ``OSError`` of the file system (a folder that cannot be made or written, a full disk, ``path`` a folder)
+    names ``path``, not the temporary file; an exception of the block passes through as it is.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _naming(exc, path, f"its folder {str(path.parent)!r} cannot be made") from exc
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _naming(exc, path, f"its folder {str(path.parent)!r} takes no new file") from exc
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+            try:
+                f.flush()
+                os.fsync(f.fileno())
+            except OSError as exc:
+                raise _naming(exc, path, "the written bytes did not reach the disk") from exc
+        try:
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise _naming(exc, path, "the written file cannot replace it") from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _naming(exc: OSError, path: Path, why: str) -> OSError:
+    """``exc`` told of ``path`` (the file the caller asked for), as the same kind of ``OSError``."""
+    return type(exc)(exc.errno, f"cannot write {str(path)!r}: {why} ({exc.strerror or exc})")

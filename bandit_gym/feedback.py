@@ -11,12 +11,15 @@ round ``s`` (rounds counted from 0 at ``reset``) is revealed at the end of a lat
     info["revealed_rewards"]   (n,) float64    (R, n)
     info["revealed_actions"]   (n,) int64      (R, n)
 
-and ``step`` returns as its reward the sum of the revealed rewards (0.0 when none arrive). On the last
-round of an episode everything still pending is revealed. With ``delay=0`` or ``batch_size=1`` each
-round reveals itself: the reward and every other value are the wrapped env's, bit for bit. The revealed
-arrays are numpy, whatever array type the env hands out. The agents'
-``learn`` reads these keys (:class:`agents.feedback.PendingRounds`): it keeps each round's arm features
-and learns from a round when its reward arrives. A batched env's replicas share the feedback channel's
+On the last round of an episode everything still pending is revealed. ``step``'s reward is the round's
+own reward only when the step reveals that round and no other (the plain env's protocol); otherwise it is
+NaN (an :class:`UnrevealedReward`, a NaN array for a batched env): a reward that has not arrived, or rewards of other
+rounds, cannot be mistaken for this round's (``agent.update(obs, action, reward)`` refuses a NaN and says to
+read ``info``). With ``delay=0`` or ``batch_size=1`` each round reveals itself: the reward and every other
+value are the wrapped env's, bit for bit. The revealed arrays are numpy, whatever array type the env hands
+out. The agents' ``learn`` reads these keys: it keeps each round's arm features and learns from a round when
+its reward arrives; a loop of your own does it with :meth:`agents.feedback.PendingRounds.update`
+(``docs/envs.md``, "Feedback settings"). A batched env's replicas share the feedback channel's
 schedule (the delays), so one update per revealed round stays one batched operation.
 
 Drift (:class:`Drift`): the world changes while the agent plays. The synthetic envs' ``theta*`` rotates
@@ -41,6 +44,27 @@ from bandit_gym.rng import Stream
 from bandit_gym.synthetic import SyntheticBanditSimulator
 
 REVEALED_KEYS = ("revealed_rounds", "revealed_rewards", "revealed_actions")
+
+
+class UnrevealedReward(float):
+    """The reward a single env's ``step`` returns for a round whose reward has not arrived: NaN as a number,
+    so that no learner takes it for a reward (``agent.update`` refuses it, a sum of rewards is NaN), yet equal
+    to another ``UnrevealedReward``, so that Gymnasium's ``check_env`` finds two runs of one seed alike (its
+    passive checker still warns "The reward is a NaN value"). A batched env returns a NaN array instead."""
+
+    def __new__(cls) -> UnrevealedReward:
+        return super().__new__(cls, math.nan)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UnrevealedReward)
+
+    def __ne__(self, other: object) -> bool:
+        return not isinstance(other, UnrevealedReward)
+
+    __hash__ = float.__hash__
+
+    def __reduce__(self) -> tuple[type, tuple]:
+        return UnrevealedReward, ()
 
 
 def _as_numpy(x: Any, dtype: type) -> np.ndarray:
@@ -127,7 +151,7 @@ class _SingleFeedback(gym.Wrapper):
                                                 bool(terminated or truncated))
         info = {**info, "revealed_rounds": rounds, "revealed_rewards": rewards[0], "revealed_actions": actions[0]}
         if not (len(rounds) == 1 and rounds[0] == played):  # a round revealing itself keeps the env's reward
-            reward = float(rewards[0].sum())
+            reward = UnrevealedReward()  # this round's reward has not arrived: it is in a later step's info
         return obs, reward, terminated, truncated, info
 
 
@@ -163,9 +187,10 @@ class _VectorFeedback(_BanditVectorWrapper):
                 "revealed_rewards": rewards, "revealed_actions": acts}
         for key in REVEALED_KEYS:
             info[f"_{key}"] = np.ones(R, dtype=bool)
-        if not (len(rounds) == 1 and rounds[0] == played):
-            total = rewards.sum(axis=1)  # (R,)
-            reward = torch.as_tensor(total, device=reward.device) if isinstance(reward, torch.Tensor) else total
+        if not (len(rounds) == 1 and rounds[0] == played):  # not yet arrived, as for the single env
+            unrevealed = np.full(R, math.nan)  # (R,) float64
+            on_device = isinstance(reward, torch.Tensor)
+            reward = torch.as_tensor(unrevealed, device=reward.device) if on_device else unrevealed
         return obs, reward, terminated, truncated, info
 
 
@@ -244,7 +269,11 @@ class _World:
     """The drifting world of one simulator: what its expected rewards are in round ``sim.t``."""
 
     def _init_world(self, kind: str, every: Any, rate: Any) -> None:
-        self.sim = self.env.unwrapped.sim
+        self.sim = getattr(self.env.unwrapped, "sim", None)
+        if self.sim is None:
+            raise ValueError(f"env must be a bandit env of bandit_gym for Drift to wrap (a synthetic or dataset env, "
+                             f"single or native batched: Drift changes the bandit's own world), got "
+                             f"{type(self.env.unwrapped).__name__}")
         self.synthetic = isinstance(self.sim, SyntheticBanditSimulator)
         if kind not in ("abrupt", "rotation"):
             raise ValueError(f"kind must be 'abrupt' (a new world every `every` rounds) or 'rotation' "
@@ -397,29 +426,49 @@ _SETTINGS = {"DelayedFeedback": ("delay", "delay_seed"), "BatchedFeedback": ("ba
 def apply_wrappers(env: Any, specs: Any) -> Any:
     """Wrap ``env`` in the wrappers a config lists, innermost first: ``[{"Drift": {"every": 500}},
     {"DelayedFeedback": {"delay": 100}}]`` plays a drifting world with delayed rewards. ``Drift`` must come
-    first (it wraps the bandit env itself). A bad entry raises ``ValueError`` naming it and what is accepted."""
-    import difflib
-
+    first (it wraps the bandit env itself). Each entry is checked by :func:`check_wrapper`; a bad one raises
+    ``ValueError`` naming its place and what is accepted."""
     if specs is None:
         return env
     if not isinstance(specs, (list, tuple)):
-        raise ValueError(f"wrappers must be a list of one-key mappings such as [{{DelayedFeedback: {{delay: 100}}}}], "
-                         f"got {specs!r}")
+        raise ValueError(f"wrappers must be a list of names or one-key mappings such as "
+                         f"[{{DelayedFeedback: {{delay: 100}}}}], got {specs!r}")
     for i, spec in enumerate(specs):
-        if not (isinstance(spec, dict) and len(spec) == 1):
-            raise ValueError(f"wrappers[{i}] must be a one-key mapping {{name: {{keyword: value}}}}, got {spec!r}")
-        (name, kwargs), = spec.items()
-        if name not in WRAPPERS:
-            close = difflib.get_close_matches(str(name), list(WRAPPERS), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"wrappers[{i}]: unknown wrapper {name!r}{hint} (accepted: {', '.join(WRAPPERS)})")
-        kwargs = {} if kwargs is None else kwargs
-        if not isinstance(kwargs, dict) or set(kwargs) - set(_SETTINGS[name]):
-            raise ValueError(f"wrappers[{i}]: {name} takes the keywords {', '.join(_SETTINGS[name])}, got {kwargs!r}")
-        if name == "Drift" and i > 0:
-            raise ValueError(f"wrappers[{i}]: Drift must be the first wrapper (it changes the bandit env itself)")
+        try:
+            name, kwargs = check_wrapper(spec, i)
+        except ValueError as exc:
+            raise ValueError(f"wrappers[{i}]: {exc}") from None
         env = WRAPPERS[name](env, **kwargs)
     return env
+
+
+def check_wrapper(spec: Any, index: int) -> tuple[str, dict[str, Any]]:
+    """``(name, keywords)`` of entry ``index`` (0: the innermost) of a config's wrapper list: a name
+    (``"Drift"``) or a one-key mapping ``{"DelayedFeedback": {"delay": 100}}`` (keywords None: none).
+
+    The check of :func:`apply_wrappers` (and of ``bandit-gym run``'s configs); the wrapper's own
+    constructor checks the keywords' values.
+
+    Raises:
+        ValueError: one line naming what is wrong with the entry (the caller names its place).
+    """
+    import difflib
+
+    if isinstance(spec, str):
+        spec = {spec: None}
+    if not (isinstance(spec, dict) and len(spec) == 1):
+        raise ValueError(f"a wrapper is a name or a one-key mapping {{name: {{keyword: value}}}}, got {spec!r}")
+    (name, kwargs), = spec.items()
+    if name not in WRAPPERS:
+        close = difflib.get_close_matches(str(name), list(WRAPPERS), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unknown wrapper {name!r}{hint} (accepted: {', '.join(WRAPPERS)})")
+    kwargs = {} if kwargs is None else kwargs
+    if not isinstance(kwargs, dict) or set(kwargs) - set(_SETTINGS[name]):
+        raise ValueError(f"{name} takes the keywords {', '.join(_SETTINGS[name])}, got {kwargs!r}")
+    if name == "Drift" and index > 0:
+        raise ValueError("Drift must be the first wrapper (it changes the bandit env itself)")
+    return name, dict(kwargs)
 
 
 def describe_wrappers(env: Any) -> list[dict[str, dict[str, Any]]]:
