@@ -153,6 +153,9 @@ def _import_module(module: str, what: str, value: str):
     """``importlib.import_module(module)``; a failure is a one-line ValueError naming ``what`` and ``value``."""
     import importlib
 
+    if not all(part.isidentifier() for part in module.split(".")):
+        raise ValueError(f"{what} {value!r}: the module {module!r} is not a module name (accepted: dotted "
+                         "identifiers, such as 'my_pkg.envs'; not a relative name or a file path)")
     try:
         return importlib.import_module(module)
     except ImportError as exc:

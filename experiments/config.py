@@ -22,6 +22,13 @@ Every grid point times every seed of one agent runs as ONE batched agent on ONE 
 replica. Checking a config builds each agent once on its batched env (no round is played): a
 bad name or value is reported as ``FILE:LINE: where: what (accepted: ...)``.
 
+A config is code: ``imports:``, ``env: module:EnvId`` and ``agent: module:ClassName`` import those
+modules, and importing a module runs it (as Hydra's ``_target_`` does). Run only configs you trust, with
+only modules you trust on ``sys.path`` (``PYTHONPATH=.`` adds the current folder). A module is named by
+dotted identifiers (``my_pkg.envs``; a relative name or a file path is refused), and before importing
+any, :func:`load_config` writes one line to stderr naming them all:
+``config custom.yaml imports (runs) modules: my_pkg.envs, my_agents``.
+
 Numbers such as ``1e-3`` are read as floats (plain YAML 1.1 reads them as strings). A config holds
 plain mappings, lists, numbers and strings: a YAML tag (``!!python/object/apply:...``, ``!custom``) is
 refused, naming it and its line, and a document that expands to more than :data:`MAX_VALUES` values
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,26 +204,46 @@ class _Located:
 
 def _parse(text: str, source: str) -> tuple[Any, _Located]:
     located = _Located(source)
-    loader = _Loader(text)
+    loader = None
     try:
+        loader = _Loader(text)  # checks the characters first
         node = loader.get_single_node()
         data = None if node is None else located.build(loader, node)
+    except yaml.reader.ReaderError as exc:  # a control character (NUL, ...): a binary file
+        line = text.count("\n", 0, exc.position) + 1
+        raise ConfigError(f"{source}:{line}: not a YAML text file: the character #x{exc.character:04x} is not "
+                          "accepted (a config is YAML text: printable characters, tabs and line breaks)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
-        raise ConfigError(f"{source}:{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{source}:{line}: not valid YAML: {problem}") from None
     except RecursionError:
         raise ConfigError(f"{source}:1: the YAML is nested too deeply to be a config") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return data, located
+
+
+def _read_text(path: Path) -> str:
+    """The text of a config file; a file that is not UTF-8 text (a binary file) is one line naming it."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}:{line}: not a YAML text file: the byte 0x{raw[exc.start]:02x} at offset "
+                          f"{exc.start} is not UTF-8 (a config is YAML text, UTF-8 encoded)") from None
 
 
 # -- checks -----------------------------------------------------------------------------------------
 def _count(located: _Located, data: Mapping, key: str, minimum: int) -> int:
     value = data[key]
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise located.error((key,), f"must be an integer >= {minimum}, got {value!r}")
+        hint = (f" (a number with a point or an exponent is a float; write the integer's digits: {int(value)})"
+                if isinstance(value, float) and value.is_integer() and value >= minimum else "")
+        raise located.error((key,), f"must be an integer >= {minimum}, got {value!r}{hint}")
     return value
 
 
@@ -258,7 +286,7 @@ def load_config(path: str | Path, *, seeds: int | None = None, horizon: int | No
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(missing_config_message(path))
-    data, located = _parse(path.read_text(), str(path))
+    data, located = _parse(_read_text(path), str(path))
     if not isinstance(data, dict):
         raise located.error((), f"a config is a mapping with the keys {', '.join(TOP_LEVEL_KEYS)}; got {data!r}")
     for key in data:
@@ -270,11 +298,9 @@ def load_config(path: str | Path, *, seeds: int | None = None, horizon: int | No
     name = str(data.get("name", path.stem))
     if not LABEL_PATTERN.fullmatch(name):
         raise located.error(("name",), f"must be letters, digits, '_', '.', '+' or '-', got {name!r}")
-    imports = data.get("imports") or []
-    if isinstance(imports, str):
-        imports = [imports]
-    if not isinstance(imports, list) or not all(isinstance(m, str) and m for m in imports):
-        raise located.error(("imports",), f"must be a list of module names (that register envs), got {imports!r}")
+    imports, modules = _modules_to_import(located, data)
+    if modules:  # a config is code: say what runs before it runs
+        print(f"config {path} imports (runs) modules: {', '.join(modules)}", file=sys.stderr, flush=True)
     for i, module in enumerate(imports):
         try:
             catalog.import_modules([module])
@@ -309,8 +335,38 @@ def load_config(path: str | Path, *, seeds: int | None = None, horizon: int | No
         seed=first_seed, description=str(data.get("description", "")).strip(), source=str(path),
         imports=tuple(imports), wrappers=wrappers)
     if check_agents:
-        _check_by_building(located, config, command_line)
+        _check_by_building(located, config, command_line, seeds_given=seeds is not None)
     return config
+
+
+def _modules_to_import(located: _Located, data: Mapping) -> tuple[list[str], list[str]]:
+    """``(imports, modules)``: the config's ``imports`` list, and every module the config will import (those,
+    the module of ``env: module:EnvId`` and of each ``agent: module:ClassName``), each named once.
+
+    Raises:
+        ConfigError: ``imports`` is not a list of names, or a module is not named by dotted identifiers.
+    """
+    imports = data.get("imports") or []
+    if isinstance(imports, str):
+        imports = [imports]
+    if not isinstance(imports, list) or not all(isinstance(m, str) and m for m in imports):
+        raise located.error(("imports",), f"must be a list of module names (that register envs), got {imports!r}")
+    named = [(("imports", i), module, "", "my_pkg.envs") for i, module in enumerate(imports)]
+    if isinstance(data["env"], str) and ":" in data["env"]:
+        named.append((("env",), data["env"], "env", "my_pkg.envs:MyBandit-v0"))
+    agents = data["agents"] if isinstance(data["agents"], dict) else {}
+    for label, entry in agents.items():
+        if isinstance(entry, dict) and isinstance(entry.get("agent"), str) and ":" in entry["agent"]:
+            named.append((("agents", label, "agent"), entry["agent"], "agent", "my_pkg.agents:MyAgent"))
+    modules = []
+    for where, value, what, example in named:
+        module = value.partition(":")[0]
+        if not all(part.isidentifier() for part in module.split(".")):
+            shown = f"{what} {value!r}: the module {module!r}" if what else repr(value)
+            raise located.error(where, f"{shown} is not a module name (accepted: dotted identifiers, such as "
+                                f"{example!r}; not a relative name or a file path)")
+        modules.append(module)
+    return imports, list(dict.fromkeys(modules))
 
 
 def missing_config_message(path: Path) -> str:
@@ -335,7 +391,11 @@ def missing_config_message(path: Path) -> str:
 
 
 def _wrappers(located: _Located, value: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
-    """A config's ``wrappers:``: a list of names or ``{Name: {keyword: value}}`` mappings."""
+    """A config's ``wrappers:``: a list of names or ``{Name: {keyword: value}}`` mappings, each entry checked by
+    :func:`bandit_gym.feedback.check_wrapper` (what :func:`bandit_gym.feedback.apply_wrappers` refuses, a config
+    refuses)."""
+    from bandit_gym.feedback import check_wrapper
+
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -343,18 +403,10 @@ def _wrappers(located: _Located, value: Any) -> tuple[tuple[str, dict[str, Any]]
                             f"got {value!r}")
     found = []
     for i, item in enumerate(value):
-        if isinstance(item, str):
-            name, kwargs = item, {}
-        elif isinstance(item, dict) and len(item) == 1:
-            name, kwargs = next(iter(item.items()))
-            kwargs = _mapping(located, kwargs, ("wrappers", i, name), f"keywords of {name}")
-        else:
-            raise located.error(("wrappers", i), f"a wrapper is a name or {{Name: {{keyword: value}}}}, got {item!r}")
         try:
-            catalog.wrapper_class(name)
+            found.append(check_wrapper(item, i))
         except ValueError as exc:
             raise located.error(("wrappers", i), str(exc)) from None
-        found.append((name, kwargs))
     return tuple(found)
 
 
@@ -394,10 +446,12 @@ def _agent_spec(located: _Located, label: str, entry: Any) -> AgentSpec:
     return AgentSpec(label=label, agent=str(class_name), fixed=fixed, grid=grid)
 
 
-def _check_by_building(located: _Located, config: ExperimentConfig, command_line: Mapping[str, Any]) -> None:
+def _check_by_building(located: _Located, config: ExperimentConfig, command_line: Mapping[str, Any], *,
+                       seeds_given: bool = False) -> None:
     """Build every agent (all grid points x seeds as one batch) on a batched env: the library checks the values.
 
-    ``command_line``: the env keywords that ``--env-kwargs`` gave (an error naming one is blamed on it).
+    ``command_line``: the env keywords that ``--env-kwargs`` gave (an error naming one is blamed on it);
+    ``seeds_given``: the seeds came from ``--seeds`` (a batch too large for the memory is blamed on it).
     """
     from experiments.runner import WrapperError, build_agent, make_env
 
@@ -410,6 +464,13 @@ def _check_by_building(located: _Located, config: ExperimentConfig, command_line
                     envs[replicas] = make_env(config, replicas, "cpu")
                 except WrapperError as exc:
                     raise located.error(("wrappers", exc.index), str(exc)) from None
+                except MemoryError as exc:  # the env refuses a batch larger than the memory before allocating it
+                    if config.seeds == 1:  # the env's own size (env_kwargs)
+                        raise _env_error(located, config, command_line, str(exc)) from None
+                    message = (f"{config.env} cannot be made for {replicas:,} replicas ({config.seeds:,} seeds x "
+                               f"{replicas // config.seeds:,} grid points of {spec.label}): {exc}")
+                    raise (ConfigError(f"argument --seeds: {message}") if seeds_given
+                           else located.error(("seeds",), message)) from None
                 except (ValueError, TypeError) as exc:
                     raise _env_error(located, config, command_line, str(exc)) from None
             try:

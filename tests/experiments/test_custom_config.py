@@ -132,10 +132,11 @@ def test_an_env_module_that_does_not_register_the_id_is_refused(user_modules, wr
                                        r"did you mean 'DelayedFeedback'\? \(accepted: .*DelayedFeedback"),
     ("[{DelayedFeedback: {delay: -1}}]", r"c.yaml:4: wrappers.0: DelayedFeedback\(delay=-1\) cannot wrap "
                                          r"LinearBandit-v0's batched env: .*delay"),
-    ("[{DelayedFeedback: {dealy: 3}}]", r"c.yaml:4: wrappers.0: DelayedFeedback\(dealy=3\) cannot wrap .*dealy"),
+    ("[{DelayedFeedback: {dealy: 3}}]", r"c.yaml:4: wrappers.0: DelayedFeedback takes the keywords delay, "
+                                        r"delay_seed, got \{'dealy': 3\}"),
     ("{DelayedFeedback: {delay: 3}}", r"c.yaml:4: wrappers: must be a list such as"),
-    ("[OneStepEpisodes]", r"c.yaml:4: wrappers.0: OneStepEpisodes\(\) cannot wrap LinearBandit-v0's batched env: "
-                          r"Expected env to be a `gymnasium.Env`"),  # a wrapper of single envs only
+    ("[OneStepEpisodes]", r"c.yaml:4: wrappers.0: unknown wrapper 'OneStepEpisodes' \(accepted: DelayedFeedback, "
+                          r"BatchedFeedback, Drift\)"),  # a Gymnasium wrapper, not one of bandit_gym.feedback's
 ])
 def test_a_bad_wrapper_is_one_line_on_its_line(write_config, wrappers, message):
     body = f"env: LinearBandit-v0\nhorizon: 5\nseeds: 1\nwrappers: {wrappers}\nagents: {{LinUCB: {{}}}}\n"
