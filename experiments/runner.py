@@ -19,7 +19,8 @@ the agent's error message in ``errors``) and cannot be chosen. A cell that fails
 (an exception from the agent or the env) is recorded as failed, with its message, and the other cells
 go on; a failed cell runs again on the next ``bandit-gym run`` of the same command.
 
-Cells run in sequence, in ``jobs`` processes, or as Ray tasks (:mod:`experiments.ray_backend`); in every
+Cells run in sequence, in ``jobs`` processes, or as Ray tasks (:mod:`experiments.ray_backend`, which is given
+:func:`run_cell` as the task to run); each hands back a :class:`experiments.cells.CellResult`, and in every
 case the calling process writes the results (:mod:`experiments.results`) as each cell finishes, holding
 the directory's lock. Locally a cell checkpoints while it plays (:mod:`experiments.checkpoint`): at most
 every 30 s, and when Ctrl-C stops it (the round being played ends first; a second Ctrl-C stops at once).
@@ -40,9 +41,10 @@ import numpy as np
 import torch
 
 from bandit_gym.threads import policy
-from experiments import catalog
+from experiments import catalog, ray_backend
+from experiments.cells import CellResult, base_record, cell_config, failed_cell
 from experiments.checkpoint import EVERY_S, Checkpoint, DeferredInterrupt, Progress, stack_rows
-from experiments.config import AgentSpec, ExperimentConfig, wrappers_to_list
+from experiments.config import AgentSpec, ExperimentConfig
 from experiments.results import ResultsDir, final_regret_stats, package_versions
 
 
@@ -90,30 +92,6 @@ def build_agent(spec: AgentSpec, config: ExperimentConfig, env: gym.vector.Vecto
     return cls(env, device=device, **spec.fixed, **config.layout(spec, points).agent_kwargs())
 
 
-def cell_config(config: ExperimentConfig, spec: AgentSpec) -> dict[str, Any]:
-    """What defines one cell's numbers (compared with a finished cell's before it is skipped)."""
-    found = {"env": config.env, "env_kwargs": dict(config.env_kwargs), "horizon": config.horizon,
-             "seeds": config.seed_list(), "agent": spec.to_dict()}
-    if config.wrappers:  # only when given: cells written before wrappers existed still match
-        found["wrappers"] = wrappers_to_list(config.wrappers)
-    return found
-
-
-@dataclass
-class CellResult:
-    """What a cell's worker hands back: the record (JSON) and the regret ``(T, P*S)``.
-
-    A failed cell (see the module docstring) has ``record["failed"]`` (the message) and no regret.
-    """
-
-    record: dict[str, Any]
-    regret: np.ndarray | None
-
-    @property
-    def failed(self) -> bool:
-        return "failed" in self.record
-
-
 @dataclass
 class _Played:
     """One batch's outcome: regret ``(T, P*S)``, every point's hyperparameters, and the timed parts (s)."""
@@ -146,7 +124,7 @@ def run_cell(config: ExperimentConfig, label: str, device: str = "cpu", progress
     checkpoints = None if checkpoint_dir is None else _Checkpoints(checkpoint_dir, checkpoint_every_s)
     started = time.time()
     start = time.perf_counter()
-    base = _base_record(config, label, device, started)
+    base = base_record(config, label, device, started)
     try:
         played, diverged, errors = _play_containing_divergence(config, spec, device, progress, checkpoints)
     except Exception as exc:  # noqa: BLE001  (a cell that cannot run must not stop the others)
@@ -164,21 +142,6 @@ def run_cell(config: ExperimentConfig, label: str, device: str = "cpu", progress
     if played.notes:
         record["notes"] = list(played.notes)
     return CellResult(record, played.regret)
-
-
-def _base_record(config: ExperimentConfig, label: str, device: str, started: float) -> dict[str, Any]:
-    spec = config.agent(label)
-    return {"label": label, "agent": spec.agent, "env": config.env, "horizon": config.horizon,
-            "seeds": config.seed_list(), "cell_config": cell_config(config, spec), "grid_points": spec.points(),
-            "device": device, "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))}
-
-
-def failed_cell(config: ExperimentConfig, label: str, device: str, message: str, traceback_text: str,
-                started: float, wall_time_s: float) -> CellResult:
-    """The result of a cell that could not be played (``message``: the one-line error); see the module docstring."""
-    record = {**_base_record(config, label, device, started), "failed": message, "traceback": traceback_text,
-              "wall_time_s": wall_time_s, "versions": package_versions()}
-    return CellResult(record, None)
 
 
 def _play_containing_divergence(config: ExperimentConfig, spec: AgentSpec, device: str, progress: bool,
@@ -341,9 +304,7 @@ def run_experiment(config: ExperimentConfig, out: str, *, device: str = "cpu", b
         if not todo:
             return results
         if backend == "ray":
-            from experiments.ray_backend import run_cells_on_ray
-
-            finished = run_cells_on_ray(config, todo, device, address)
+            finished = ray_backend.run_cells_on_ray(run_cell, config, todo, device, address)
         elif jobs > 1:
             finished = _run_in_processes(config, todo, device, jobs, results, checkpoint_every_s)
         else:
