@@ -15,9 +15,28 @@
 
 from __future__ import annotations
 
-from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv
-from bandit_gym.feedback import BatchedFeedback, DelayedFeedback, Drift
+import importlib
+from typing import TYPE_CHECKING
+
 from bandit_gym.registration import register_envs
+
+if TYPE_CHECKING:
+    from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv
+    from bandit_gym.feedback import BatchedFeedback, DelayedFeedback, Drift
+
+#: Where each public class lives. They are imported on first use (``bandit_gym.DelayedFeedback``), so that
+#: ``import bandit_gym`` (registering the ids) needs gymnasium and yaml but not torch: a command that only reads
+#: results (``bandit-gym table``) starts in a fraction of a second.
+_LAZY = {"BanditEnv": "_base", "BanditSimulator": "_base", "BanditVectorEnv": "_base",
+         "BatchedFeedback": "feedback", "DelayedFeedback": "feedback", "Drift": "feedback"}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'bandit_gym' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"bandit_gym.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
 
 __version__ = "0.1.0"
 

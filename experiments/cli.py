@@ -10,14 +10,19 @@
     bandit-gym --version
 
 Each verb imports what it needs only when it runs: ``bandit-gym download`` never imports
-the agents, and ``bandit-gym --help`` needs no optional package. A bad value prints one
-line, ``bandit-gym VERB: error: ...``, and exits with status 2 (an invalid choice names the
-closest one); a missing optional package names the extra that installs it (exit status 1).
+the agents, ``bandit-gym --help`` needs no optional package, and ``--version``, a malformed
+argument (missing, unknown, a bad count, choice or ``--env-kwargs``) and a config refused before
+its env is checked (a missing file, bad YAML, an unknown or missing key) import neither torch nor
+the agents (checking an env id or ``--device`` imports torch, an agent name the agents). A bad
+value prints one line, ``bandit-gym VERB: error: ...``, and exits with status 2 (an invalid choice
+names the closest one); a missing optional package names the extra that installs it (exit status 1).
 No fault ends in a traceback: a file that cannot be read or written (read-only directory, full
 disk) is one line naming it and what to do (status 1); Ctrl-C is one line saying what was kept
 (status 130); a reader that goes away (``bandit-gym envs | head -3``) ends the command quietly
 (status 141, as for SIGPIPE). The experiment verbs (``run``, ``table``, ``plot``) live in
-:mod:`experiments.commands`; a verb may set ``on_interrupt`` and ``on_os_error`` (see :func:`main`).
+:mod:`experiments.commands`, and the argparse types and error kinds that the verbs share in
+:mod:`experiments.arguments` (neither imports this module); a verb may set ``on_interrupt`` and
+``on_os_error`` (see :func:`main`).
 
 To add a verb, write ``_add_<verb>(subparsers)`` that registers its parser with
 ``set_defaults(run=<function taking the parsed args, returning an exit code>)``
@@ -27,13 +32,13 @@ and call it in :func:`build_parser`.
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import sys
 import time
 from collections.abc import Sequence
 
-from experiments import catalog
+from experiments import catalog, commands
+from experiments.arguments import checked, count, invalid_choice_message
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,37 +53,6 @@ class _Parser(argparse.ArgumentParser):
             raise argparse.ArgumentError(action, invalid_choice_message(value, action.choices))
 
 
-def invalid_choice_message(value: str, choices) -> str:
-    """``invalid choice: 'runn'; did you mean 'run'? (choose from 'demo', 'envs', ...)``."""
-    close = catalog.closest_name(value, [str(choice) for choice in choices])
-    hint = f"; did you mean {close!r}?" if close else ""
-    return f"invalid choice: {value!r}{hint} (choose from {', '.join(map(repr, choices))})"
-
-
-def _count(text: str) -> int:
-    """An integer >= 1 (seeds, rounds)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
-    return value
-
-
-def _checked(check):
-    """An argparse type from a ``catalog.check_*`` function (its ValueError becomes the one-line error)."""
-
-    def convert(text: str) -> str:
-        try:
-            return check(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    convert.__name__ = check.__name__
-    return convert
-
-
 # -- demo -----------------------------------------------------------------------------------
 def _add_demo(subparsers: argparse._SubParsersAction) -> None:
     from experiments import demo
@@ -88,13 +62,13 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
         description="Run a few agents on one env, many seeds as one batch, and print each agent's cumulative "
         "regret (mean +- standard error over the seeds) and wall time.",
     )
-    parser.add_argument("--env", default=demo.DEFAULT_ENV, type=_checked(catalog.check_env_id),
+    parser.add_argument("--env", default=demo.DEFAULT_ENV, type=checked(catalog.check_env_id),
                         help=f"a registered env id (default {demo.DEFAULT_ENV}; see `bandit-gym envs`)")
-    parser.add_argument("--rounds", type=_count, default=None, help="rounds per run (default: the env's horizon)")
-    parser.add_argument("--seeds", type=_count, default=demo.DEFAULT_SEEDS,
+    parser.add_argument("--rounds", type=count, default=None, help="rounds per run (default: the env's horizon)")
+    parser.add_argument("--seeds", type=count, default=demo.DEFAULT_SEEDS,
                         help=f"independent runs, played as one batch (default {demo.DEFAULT_SEEDS})")
     parser.add_argument("--agents", nargs="+", metavar="NAME", default=list(demo.DEFAULT_AGENTS),
-                        type=_checked(catalog.check_agent_name),
+                        type=checked(catalog.check_agent_name),
                         help=f"agent class names (default {' '.join(demo.DEFAULT_AGENTS)}; see `bandit-gym agents`)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway off a terminal)")
     parser.set_defaults(run=_run_demo)
@@ -244,8 +218,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_envs(subparsers)
     _add_agents(subparsers)
     _add_download(subparsers)
-    from experiments import commands  # run, table, plot (here, not at the top: it imports this module's types)
-
     commands.add_run(subparsers)
     commands.add_table(subparsers)
     commands.add_plot(subparsers)
@@ -288,11 +260,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # a read-only directory, a full disk: the path, and what to do
         print(f"{prog}: error: {os_error_line(exc, args)}", file=sys.stderr)
         return 1
-
-
-#: Why a path cannot be written: no permission (or a read-only file system), or no space left.
-NO_PERMISSION = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
-NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 def os_error_line(exc: OSError, args: argparse.Namespace) -> str:

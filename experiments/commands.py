@@ -13,13 +13,15 @@ config or results problem one line and exit status 1.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 
-from experiments.cli import NO_PERMISSION, NO_SPACE, _count
+from experiments.arguments import NO_PERMISSION, NO_SPACE, count
 
 
 def _device(text: str) -> str:
+    """``--device``, resolved by torch (whether CUDA is there): imported only when the option is given."""
     from bandit_gym.validation import resolve_device
 
     try:
@@ -37,18 +39,18 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:
         "summary table and writes the plots at the end.")
     parser.add_argument("config", metavar="CONFIG", help="an experiment YAML file, e.g. configs/quickstart.yaml")
     parser.add_argument("--out", metavar="DIR", default=None, help="results directory (default results/<name>)")
-    parser.add_argument("--seeds", type=_count, default=None, help="seeds per grid point (default: the config's)")
-    parser.add_argument("--horizon", type=_count, default=None, help="rounds per run (default: the config's)")
+    parser.add_argument("--seeds", type=count, default=None, help="seeds per grid point (default: the config's)")
+    parser.add_argument("--horizon", type=count, default=None, help="rounds per run (default: the config's)")
     parser.add_argument("--env-kwargs", metavar="MAPPING", type=_env_kwargs, default=None,
                         help="keywords of the env merged over the config's env_kwargs, as a YAML mapping, e.g. "
                         "'{cache_dir: DIR, verify_checksums: false}' (use another --out for them)")
-    parser.add_argument("--device", type=_device, default="cpu", help="cpu (default), cuda or auto")
+    parser.add_argument("--device", type=_device, default=None, help="cpu (default), cuda or auto")
     parser.add_argument("--backend", choices=("local", "ray"), default="local",
                         help="local: this machine, --jobs processes; ray: one Ray task per cell (needs the ray extra)")
     parser.add_argument("--address", default=None,
                         help="Ray cluster address (default: RAY_ADDRESS, else a local Ray instance for the run)")
-    parser.add_argument("--jobs", type=_count, default=1, help="local backend: cells run in this many processes")
-    parser.add_argument("--threads", type=_count, default=None,
+    parser.add_argument("--jobs", type=count, default=1, help="local backend: cells run in this many processes")
+    parser.add_argument("--threads", type=count, default=None,
                         help="torch's intra-op threads of the rounds, here and in worker processes (default: 1); "
                         "1 on a CPU shared with other jobs (docs/agents.md, Threads)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway off a terminal)")
@@ -99,14 +101,16 @@ def _env_kwargs(text: str) -> dict:
 
 def _run_run(args: argparse.Namespace) -> int:
     from experiments.config import load_config
-    from experiments.runner import run_experiment
 
     if args.backend == "local" and args.address is not None:
         args.parser.error("argument --address: only with --backend ray")
     if args.backend == "ray" and args.jobs != 1:
         args.parser.error("argument --jobs: only with --backend local (Ray runs as many cells at once as it has CPUs)")
     if args.backend == "ray":
-        import ray  # noqa: F401  (fails early, naming the extra, when Ray is missing)
+        # fails early, naming the extra, when Ray is missing; not imported here: the backend imports it itself,
+        # after setting what holds a local Ray to 127.0.0.1 (experiments/ray_backend.py)
+        if importlib.util.find_spec("ray") is None:
+            raise ModuleNotFoundError("No module named 'ray'", name="ray")
     progress = not args.quiet and sys.stderr.isatty()
     if progress:
         try:
@@ -114,20 +118,24 @@ def _run_run(args: argparse.Namespace) -> int:
         except ModuleNotFoundError:
             print('(no progress bars: tqdm is not installed; pip install "bandit-gym[experiments]")', file=sys.stderr)
             progress = False
-    if args.threads is not None:  # the user's choice for this process; spawned workers read the variable
-        import torch
-
-        torch.set_num_threads(args.threads)
+    if args.threads is not None:  # the user's choice for this process; spawned workers read the variables
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
         os.environ["BANDIT_GYM_THREADS"] = str(args.threads)  # the rounds' threads (bandit_gym/threads.py)
     config = load_config(args.config, seeds=args.seeds, horizon=args.horizon, env_kwargs=args.env_kwargs)
+    from experiments.runner import run_experiment  # torch and the agents: once the config is read
+
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
     out = args.out if args.out is not None else os.path.join("results", config.name)
     args.results_dir = out  # named by the line after Ctrl-C or a write error
     cells = sum(len(spec.points()) for spec in config.agents)
     seeds = f"{config.seeds} seed{'s' if config.seeds > 1 else ''}"
     print(f"{config.name}: {config.env}, {config.horizon} rounds, {seeds}; "
           f"{len(config.agents)} agents, {cells} grid points; results in {out}", flush=True)
-    results = run_experiment(config, out, device=args.device, backend=args.backend, jobs=args.jobs,
+    device = args.device if args.device is not None else "cpu"
+    results = run_experiment(config, out, device=device, backend=args.backend, jobs=args.jobs,
                              address=args.address, progress=progress, log=lambda line: print(line, flush=True))
     _print_table(out)
     try:

@@ -7,16 +7,21 @@
 - ``DIR/grid_<label>.png`` and ``.pdf`` for each agent with a grid: final cumulative regret (mean +-
   s.e.) against each grid hyperparameter, one line per combination of the others; the chosen point
   is ringed.
+
+Each file is drawn in memory and written atomically (:func:`experiments.storage.write_atomic`): a file
+that cannot be written (full disk, read-only directory) is one error naming it, and is left as it was.
 """
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
 import numpy as np
 
 from experiments.results import Cell, ResultsDir
+from experiments.storage import write_atomic
 from experiments.summary import title
 
 #: Rounds drawn per curve (evenly spaced, the last included): cumulative regret is smooth at this scale.
@@ -36,9 +41,18 @@ def _pyplot():
 
 
 def _save(fig, stem: Path) -> list[Path]:
+    """Write ``fig`` to ``stem``.png and .pdf, each whole or not at all (drawn in memory, then
+    :func:`experiments.storage.write_atomic`).
+
+    Raises:
+        ResultsWriteError: A file could not be written (full disk, read-only directory): names it and the
+            reason; that file is as it was, the ones written before it are kept.
+    """
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
     for path in paths:
-        fig.savefig(path, dpi=150, bbox_inches="tight")
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format=path.suffix[1:], dpi=150, bbox_inches="tight")
+        write_atomic(path, buffer.getvalue())
     return paths
 
 
@@ -78,9 +92,10 @@ def plot_regret(cells: list[Cell], record: dict, stem: Path, failures: list[dict
     ax.grid(alpha=0.3)
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
-    paths = _save(fig, stem)
-    plt.close(fig)
-    return paths
+    try:
+        return _save(fig, stem)
+    finally:
+        plt.close(fig)
 
 
 def plot_grid(cell: Cell, record: dict, stem: Path) -> list[Path]:
@@ -120,9 +135,10 @@ def plot_grid(cell: Cell, record: dict, stem: Path) -> list[Path]:
     note = f"; {diverged} point{'s' if diverged > 1 else ''} diverged (not shown)" if diverged else ""
     fig.suptitle(f"{cell.label} grid on {title(record)}: mean \u00b1 s.e.{note}", fontsize=10)
     fig.tight_layout()
-    paths = _save(fig, stem)
-    plt.close(fig)
-    return paths
+    try:
+        return _save(fig, stem)
+    finally:
+        plt.close(fig)
 
 
 def _log_axis(ax, values: list[float]) -> None:

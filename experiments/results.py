@@ -24,7 +24,8 @@ the record). A run that is killed leaves finished cells and, at most, a temporar
 without its JSON (both ignored; the cell runs again).
 
 Faults: one run at a time writes into DIR (:meth:`ResultsDir.locked`; a second fails at once naming
-the holder). A cell file that cannot be read or fails a checksum is named and moved aside as
+the holder). A cell file that cannot be read, fails a checksum or (an npz) holds an object array (read
+with ``allow_pickle=False``: refused, no code runs) is named and moved aside as
 ``<name>.damaged``, and the cell runs again; ``bandit-gym table`` leaves such a cell out and names it.
 A damaged ``experiment.json`` is an error naming it (nothing is run). A write that fails (read-only
 directory, full disk) is a :class:`ResultsWriteError` naming the file; what was written before stays.
@@ -39,15 +40,15 @@ import json
 import math
 import os
 import platform
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from experiments.config import ExperimentConfig
 from experiments.storage import (  # noqa: F401  (the errors and write_atomic are this module's API too)
     ResultsDamagedError,
     ResultsLockedError,
@@ -57,6 +58,9 @@ from experiments.storage import (  # noqa: F401  (the errors and write_atomic ar
     read_json,
     write_atomic,
 )
+
+if TYPE_CHECKING:
+    from experiments.config import ExperimentConfig
 
 FORMAT_VERSION = 1
 
@@ -210,10 +214,23 @@ class ResultsDir:
         return True
 
     def check_cell(self, label: str) -> dict[str, Any]:
-        """The record of a finished cell, checked: readable, its own checksum and its npz's hold.
+        """The record of a finished cell, checked: readable, its own checksum and its npz's hold, and the npz
+        holds a float regret array (:meth:`read_cell`).
 
         Raises:
-            ResultsDamagedError: Names the file that is unreadable, missing or changed since it was written.
+            ResultsDamagedError: Names the file that is unreadable, missing, changed since it was written, or
+                refused.
+        """
+        return self.read_cell(label).record
+
+    def read_cell(self, label: str) -> Cell:
+        """A finished cell, checked as :meth:`check_cell` says, with its regret.
+
+        The npz is read with ``allow_pickle=False``: an object array is refused (reading one runs code).
+
+        Raises:
+            ResultsDamagedError: Names the file that is unreadable, missing, changed since it was written, or
+                refused.
         """
         npz, record_file = self.cell_paths(label)
         record = read_json(record_file)
@@ -225,10 +242,11 @@ class ResultsDir:
                                       "since it was written)")
         if not npz.is_file():
             raise ResultsDamagedError(f"{npz}, which {record_file.name} names, is missing")
-        if record["regret_sha256"] != _sha256(npz.read_bytes()):
+        data = npz.read_bytes()
+        if record["regret_sha256"] != _sha256(data):
             raise ResultsDamagedError(f"{npz} does not match the sha256 recorded in {record_file.name} (truncated, "
                                       "edited or damaged since it was written)")
-        return record
+        return Cell(record, _regret_array(npz, data))
 
     def write_cell(self, record: dict[str, Any], regret: np.ndarray) -> None:
         """Write one finished cell: the npz, then the JSON that marks it finished."""
@@ -288,18 +306,38 @@ class ResultsDir:
         config = self.load_config_record()["config"]
         cells = []
         for agent in config["agents"]:
-            npz, record_file = self.cell_paths(agent["label"])
+            record_file = self.cell_paths(agent["label"])[1]
             if not record_file.is_file():
                 continue
             try:
-                record = self.check_cell(agent["label"])
-                with np.load(npz) as data:
-                    cells.append(Cell(record, data["regret"]))
+                cells.append(self.read_cell(agent["label"]))
             except ResultsDamagedError as exc:
                 if damaged is not None:
                     damaged.append(f"{agent['label']}: NOT SHOWN: {exc}; the same `bandit-gym run` command moves "
                                    "it aside and computes the cell again")
         return cells
+
+
+def _regret_array(npz: Path, data: bytes) -> np.ndarray:
+    """The ``(T, P*S)`` float regret array of a cell's npz file ``npz``, whose bytes are ``data``.
+
+    Raises:
+        ResultsDamagedError: Names ``npz``: not an npz file, no ``regret`` in it, an object array (refused,
+            not loaded: ``allow_pickle=False``, no code runs), or not a 2-D float array.
+    """
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+            regret = arrays["regret"]
+    except ValueError as exc:  # numpy's "Object arrays cannot be loaded when allow_pickle=False", or a bad header
+        raise ResultsDamagedError(f"{npz} is refused: {exc} (a cell's regret is a float array; an object array "
+                                  "is never loaded, since loading it could run code)") from None
+    except (KeyError, OSError, zipfile.BadZipFile) as exc:
+        raise ResultsDamagedError(f"{npz} is damaged: not an npz file holding 'regret' ({type(exc).__name__}: "
+                                  f"{exc})") from None
+    if regret.dtype.kind != "f" or regret.ndim != 2:
+        raise ResultsDamagedError(f"{npz} is damaged: its regret is {regret.dtype} of shape {regret.shape}, not a "
+                                  "(T, P*S) float array")
+    return regret
 
 
 def _record_sha256(record: dict[str, Any]) -> str:

@@ -54,12 +54,14 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def write_error_reason(exc: OSError) -> str:
-    """The reason of a failed write, with what to do about it."""
+    """The reason of a failed write, with what to do about it (the system's words for ``exc.errno``: the
+    caller names the file once, whatever the error's own message says)."""
     hint = {errno.ENOSPC: " (free some space, then run the same command again)",
             errno.EACCES: " (make the directory writable, or give another --out DIR)",
             errno.EROFS: " (a read-only file system: give another --out DIR)",
             errno.EPERM: " (make the directory writable, or give another --out DIR)"}.get(exc.errno, "")
-    return f"{exc.strerror or exc}{hint}"
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)
+    return f"{reason}{hint}"
 
 
 def read_json(file: Path) -> Any:

@@ -159,8 +159,8 @@ class Summary:
 def summarize(path: str | Path) -> Summary:
     """Read and check the results in ``path`` (writes nothing: works on a read-only directory).
 
-    A cell whose files fail their checksums (:meth:`ResultsDir.check_cell`) is not shown: it is named under
-    the table with what is wrong.
+    A cell whose files fail their checks (:meth:`ResultsDir.check_cell`: checksums, an npz that holds an object
+    array) is not shown: it is named under the table with what is wrong.
 
     Raises:
         FileNotFoundError: ``path`` is not a results directory, or has no finished cell yet.

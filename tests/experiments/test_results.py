@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,7 +18,7 @@ import numpy as np
 import pytest
 
 from experiments.config import load_config
-from experiments.results import ResultsDir, ResultsMismatchError
+from experiments.results import ResultsDamagedError, ResultsDir, ResultsMismatchError
 from experiments.runner import run_experiment
 
 REPO = Path(__file__).resolve().parents[2]
@@ -98,6 +101,71 @@ def test_a_cell_with_a_damaged_regret_file_runs_again(tmp_path):
     assert lines[1] == f"1 of 2 cells already finished in {tmp_path / 'out'}: skipped"
     assert (results.cells_dir / "LinTS.npz").read_bytes() == good
     assert (results.cells_dir / "LinTS.npz.damaged").read_bytes() == good[:-10]
+
+
+class _TouchesAFile:
+    """Unpickling it creates ``path``: a stand-in for code that a pickled object array would run."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return Path.touch, (self.path,)
+
+
+def _plant_object_array(results, label: str, marker: Path) -> Path:
+    """Replace ``label``'s npz with an object array, its record's checksums updated to match (a planted file)."""
+    from experiments.results import _record_sha256, _sha256
+
+    npz, record_file = results.cell_paths(label)
+    buffer = io.BytesIO()
+    np.savez(buffer, regret=np.array([_TouchesAFile(marker)], dtype=object))
+    npz.write_bytes(buffer.getvalue())
+    record = json.loads(record_file.read_text())
+    record["regret_sha256"] = _sha256(buffer.getvalue())
+    record["record_sha256"] = _record_sha256(record)
+    record_file.write_text(json.dumps(record))
+    return npz
+
+
+def test_read_cells_refuses_an_object_array_naming_the_file_and_runs_no_code(tmp_path):
+    config = _config(tmp_path)
+    results = run_experiment(config, tmp_path / "out", log=lambda line: None)
+    marker = tmp_path / "code-ran"
+    npz = _plant_object_array(results, "LinTS", marker)
+    damaged = []
+    assert [cell.label for cell in ResultsDir(results.path).read_cells(damaged)] == ["LinUCB"]
+    assert len(damaged) == 1 and "\n" not in damaged[0]
+    assert damaged[0].startswith(f"LinTS: NOT SHOWN: {npz} is refused: Object arrays cannot be loaded when "
+                                 "allow_pickle=False")
+    with pytest.raises(ResultsDamagedError, match=f"^{re.escape(str(npz))} is refused: "):
+        ResultsDir(results.path).check_cell("LinTS")
+    lines = []
+    run_experiment(config, results.path, log=lines.append)  # the run moves it aside and plays the cell again
+    assert lines[0].startswith(f"  LinTS: {npz} is refused: ") and "moved aside as LinTS.npz.damaged" in lines[0]
+    assert [cell.label for cell in ResultsDir(results.path).read_cells()] == ["LinUCB", "LinTS"]
+    assert not marker.exists()  # nothing was unpickled
+
+
+def test_plot_on_a_full_disk_names_the_file_and_leaves_the_old_plot(capsys, tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from experiments import cli
+
+    results = run_experiment(_config(tmp_path), tmp_path / "out", log=lambda line: None)
+    assert cli.main(["plot", str(results.path)]) == 0
+    old = (results.path / "regret.png").read_bytes()
+    capsys.readouterr()
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    assert cli.main(["plot", str(results.path)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"bandit-gym plot: error: cannot write {results.path / 'regret.png'}: No space left on device "
+                   "(free some space, then run the same command again); the files written before it are kept"]
+    assert (results.path / "regret.png").read_bytes() == old  # whole, as it was
+    assert not [p for p in results.path.iterdir() if p.name.endswith(".tmp")]  # no half-written file left
 
 
 KILLED = """\
