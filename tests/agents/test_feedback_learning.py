@@ -3,7 +3,8 @@
 ``learn`` keeps each round's arm features and learns from a round when its reward arrives through
 ``info``. Tested: delay 0 and batch size 1 give the plain run bit for bit; the statistics change only when
 rewards arrive; every round is learned from once; LinUCB's regret grows with the delay (paired over the
-same seeds, by more than 3 standard errors of the per-seed difference).
+same seeds, by more than 3 standard errors of the per-seed difference); LMC-TS under delay learns, within the
+delay's bounded cost.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 import torch
 
 import bandit_gym  # noqa: F401
-from agents import LMCTS, LinUCB
+from agents import LMCTS, LinUCB, UniformRandom
 from bandit_gym.feedback import BatchedFeedback, DelayedFeedback
 
 SIZES = {"n_arms": 6, "dim": 4}
@@ -60,9 +61,23 @@ def test_linucb_delayed_run_learns_every_round_once():
     torch.testing.assert_close(agent.moment.double(), moment, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.learning
 def test_lmcts_learns_under_delayed_feedback():
-    agent = LMCTS(DelayedFeedback(make(2), delay=4), seed=0, device="cpu").learn()
-    assert agent.history["regret"].shape == (60, 2) and np.isfinite(agent.history["regret"]).all()
+    """16 seeds x 200 rounds, rewards 4 rounds late. Learning: the mean cumulative regret is below a quarter of
+    uniform play's on the same envs (measured: 12.7 against 127.9 +- 2.1). The delay's cost is bounded: d + 1
+    interleaved copies of the undelayed learner, each seeing every (d + 1)-th round, play under delay d with regret
+    (d + 1) R(T / (d + 1)) <= (d + 1) R(T) (Joulani et al., 2013), so the delayed regret stays within 5x the
+    undelayed one (measured: 12.7 against 10.8)."""
+    R, T, delay = 16, 200, 4
+    runs = {}
+    for name, cls, wrap in (("plain", LMCTS, False), ("delayed", LMCTS, True), ("uniform", UniformRandom, False)):
+        venv = make(R, horizon=T)
+        env = DelayedFeedback(venv, delay=delay) if wrap else venv
+        runs[name] = cls(env, seed=0, device="cpu", **({"n_inner_steps": 20} if cls is LMCTS else {})).learn()
+    regret = {name: agent.history["regret"].sum(axis=0).mean() for name, agent in runs.items()}  # mean over seeds
+    assert not np.array_equal(runs["delayed"].history["action"], runs["plain"].history["action"])  # the delay acts
+    assert regret["delayed"] < regret["uniform"] / 4, regret
+    assert regret["delayed"] < (delay + 1) * regret["plain"], regret
 
 
 @pytest.mark.learning

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agents import LMCTS, DivergenceError
+from agents import LMCTS, DivergenceError, _kernels
 from agents.mlp import MLP, MLPModel, ModuleModel
 from agents.neural import gradient_steps
 from bandit_gym import rng
@@ -42,13 +42,32 @@ def add_rows(model, n, dim, seed=0):
 
 @pytest.mark.parametrize("activation", ["relu", "leaky_relu"])
 def test_mlp_hand_written_gradient_equals_autograd(activation):
-    """The hand-written backward pass equals autograd of the loss (full batch and a mini-batch with repeats)."""
+    """The hand-written backward pass (called directly, so both settings of the kernel switch test it) and the
+    model's gradient (the path the switch picks) equal autograd of the loss, full batch and a mini-batch with
+    repeats."""
     model = mlp_model(3, 4, activation)
-    theta = model.initial_params()
+    theta = model.initial_params() + 0.1  # away from the initialisation: every unit's gradient is non-trivial
     add_rows(model, 30, 4)
     batch = torch.randint(30, (3, 7), generator=torch.Generator().manual_seed(2))
     for rows in (None, batch):
-        torch.testing.assert_close(model.gradient(theta, rows), super(MLPModel, model).gradient(theta, rows))
+        with torch.enable_grad():
+            p = theta.clone().requires_grad_()
+            (expected,) = torch.autograd.grad(model.loss(p, rows).sum(), p)  # (R, p)
+        assert expected.abs().amax() > 0.1
+        torch.testing.assert_close(_kernels.mlp_gradient(model, theta, rows), expected, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(model.gradient(theta, rows), expected, rtol=1e-5, atol=1e-5)
+
+
+class SameNet(torch.nn.Module):
+    """``mlp_model``'s network (3 -> 6 -> 5 -> 1, leaky ReLU) as a user's module: the same parameter layout."""
+
+    def __init__(self, slope: float) -> None:
+        super().__init__()
+        act = torch.nn.LeakyReLU(slope)
+        self.body = torch.nn.Sequential(torch.nn.Linear(3, 6), act, torch.nn.Linear(6, 5), act, torch.nn.Linear(5, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x).squeeze(-1)
 
 
 def test_mlp_arm_gradients_equal_autograd_per_arm():
@@ -64,6 +83,12 @@ def test_mlp_arm_gradients_equal_autograd_per_arm():
             p = theta.clone().requires_grad_()
             (expected,) = torch.autograd.grad(model.scores(p, contexts)[r, k], p)
             torch.testing.assert_close(g[r, k], expected[r])
+    module = ModuleModel(2, 3, torch.full((2,), 0.5), CPU, keys=rng.seed_to_key([0, 1]),
+                         module=SameNet(model.leaky_slope))
+    torch.testing.assert_close(module.scores(theta, contexts), mean)  # the same network on the same theta
+    module_mean, module_g = module.arm_gradients(theta, contexts)
+    torch.testing.assert_close(module_mean, mean)
+    torch.testing.assert_close(module_g, g)
 
 
 @pytest.mark.parametrize("activation", ["relu", "leaky_relu"])

@@ -1,6 +1,7 @@
 """The posterior samplers after LMC-TS (agents/samplers.py): their stationary laws on the linear-Gaussian
-posterior, FG-LMC-TS's reduction to LMC-TS, and the contract every agent meets (seeded determinism, replica r
-of a batch is the single run with seed s + r, per-replica hyperparameters, save/load, CUDA parity).
+posterior, FG-LMC-TS's reduction to LMC-TS, HMC with one leapfrog step as MALA, the neural models of the seam,
+and their hyperparameters' errors. What every agent promises (seeding, replicas, save/load, CUDA parity) is tested in
+test_agent_contract.py.
 
 Statistical tests use fixed seeds; their tolerances are 5 standard errors of the sample moments of N
 independent replicas (the replicas have different seeds and share the data), derived in the docstrings.
@@ -9,7 +10,6 @@ Whether each agent learns on LinearBanditFixed-v0 is tested in test_samplers_reg
 
 from __future__ import annotations
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -248,101 +248,7 @@ def test_hmc_with_one_leapfrog_step_is_mala():
     assert 0.2 < agents[0].acceptance_rate.mean().item() < 1  # a step large enough that some are rejected
 
 
-# -- the contract every agent meets ----------------------------------------------------------------------
 SIZES = {"n_arms": 6, "dim": 4, "horizon": 40}
-CASES = [
-    ("FGLMCTS", FGLMCTS, {"n_inner_steps": 10}, ("lambda_fg", [0.1, 2.0])),
-    ("FGLMCTS-glm", FGLMCTS, {"model": "glm", "n_inner_steps": 5, "batch_size": 8}, ("step_size", [0.3, 0.9])),
-    ("MALATS", MALATS, {"n_inner_steps": 10}, ("step_size", [0.1, 0.6])),
-    ("MALATS-glm", MALATS, {"model": "glm", "n_inner_steps": 5}, ("inverse_temperature", [3.0, 100.0])),
-    ("HMCTS", HMCTS, {"n_inner_steps": 4, "n_leapfrog": 3}, ("inverse_temperature", [3.0, 300.0])),
-    ("ULMCTS", ULMCTS, {"n_inner_steps": 10}, ("friction", [0.3, 3.0])),
-    ("EnsembleSampling", EnsembleSampling, {"n_members": 4}, ("inverse_temperature", [1.0, 100.0])),
-    ("EnsembleSampling-glm", EnsembleSampling, {"model": "glm", "n_members": 3, "n_inner_steps": 5},
-     ("lambda_reg", [0.5, 3.0])),
-    ("VITS", VITS, {"n_inner_steps": 10}, ("initial_variance", [0.1, 1.0])),
-    ("VITS-glm", VITS, {"model": "glm", "n_inner_steps": 5, "batch_size": 8}, ("step_size", [0.3, 0.9])),
-]
-IDS = [case[0] for case in CASES]
-ROUNDS = 30
-
-
-def recorded(kwargs, num_replicas, seed=0):
-    K, d = SIZES["n_arms"], SIZES["dim"]
-    if kwargs.get("model") == "glm":
-        contexts, actions, _, rewards = logistic_rounds(ROUNDS, num_replicas, K, d, seed=seed)
-    else:
-        _, contexts, actions, _, rewards = linear_rounds(ROUNDS, num_replicas, K, d, seed=seed, noise=0.5)
-    return contexts, actions, rewards
-
-
-def build(cls, kwargs, num_replicas, seed, **extra):
-    return cls(None, n_arms=SIZES["n_arms"], dim=SIZES["dim"], num_replicas=num_replicas, seed=seed, device="cpu",
-               **kwargs, **extra)
-
-
-def replica_theta(agent) -> torch.Tensor:
-    """Each replica's parameters: ``(R, p)``, or ``(R, M, p)`` for an ensemble."""
-    theta = agent.theta
-    return theta.reshape(agent.num_replicas, agent.n_members, -1) if isinstance(agent, EnsembleSampling) else theta
-
-
-@pytest.mark.parametrize(("name", "cls", "kwargs", "hyper"), CASES, ids=IDS)
-def test_seeded_learn_is_reproducible_and_seeds_differ(name, cls, kwargs, hyper):
-    env_id = "LogisticBandit-v0" if kwargs.get("model") == "glm" else "LinearBandit-v0"
-
-    def run(seed):
-        env = make_vec(env_id, 3, SIZES)
-        return cls(env, seed=seed, device="cpu", **kwargs).learn(env, total_timesteps=25)
-
-    a, b, c = run(0), run(0), run(1)
-    for key in ("action", "regret", "reward"):
-        np.testing.assert_array_equal(a.history[key], b.history[key])
-    assert torch.equal(a.theta, b.theta)
-    assert not np.array_equal(a.history["action"], c.history["action"])
-
-
-@pytest.mark.parametrize(("name", "cls", "kwargs", "hyper"), CASES, ids=IDS)
-def test_batched_replica_equals_single_run_and_per_replica_values(name, cls, kwargs, hyper):
-    """Replica r of a batch seeded s is the single run seeded s + r (float32 sums in another order: a few ulps,
-    grown over 30 rounds to < 1e-4); hyperparameters [a, b] are the single runs with a and with b."""
-    R = 3
-    contexts, actions, rewards = recorded(kwargs, R)
-    batched = build(cls, kwargs, R, seed=3)
-    feed(batched, contexts, actions, rewards)
-    for r in (0, 2):
-        single = build(cls, kwargs, 1, seed=3 + r)
-        feed(single, contexts[:, r : r + 1], actions[:, r : r + 1], rewards[:, r : r + 1])
-        torch.testing.assert_close(replica_theta(single)[0], replica_theta(batched)[r], rtol=1e-4, atol=1e-4)
-    key, values = hyper
-    mixed = build(cls, kwargs, 2, seed=[7, 7], **{key: values})
-    assert mixed.hyperparameters()[key] == values
-    feed(mixed, contexts[:, :2], actions[:, :2], rewards[:, :2])
-    for r, value in enumerate(values):
-        single = build(cls, kwargs, 1, seed=7, **{key: value})
-        feed(single, contexts[:, r : r + 1], actions[:, r : r + 1], rewards[:, r : r + 1])
-        torch.testing.assert_close(replica_theta(single)[0], replica_theta(mixed)[r], rtol=1e-4, atol=1e-4)
-    assert not torch.allclose(replica_theta(mixed)[0], replica_theta(mixed)[1])  # the two values made a difference
-
-
-@pytest.mark.parametrize(("name", "cls", "kwargs", "hyper"), CASES, ids=IDS)
-def test_save_load_round_trip_continues_identically(name, cls, kwargs, hyper, tmp_path):
-    key, values = hyper
-    contexts, actions, rewards = recorded(kwargs, 2)
-    agent = build(cls, kwargs, 2, seed=2, **{key: values})
-    feed(agent, contexts[:20], actions[:20], rewards[:20])
-    agent.save(tmp_path / "agent.pt")
-    loaded = cls.load(tmp_path / "agent.pt", device="cpu")
-    assert loaded.t == agent.t and loaded.hyperparameters() == agent.hyperparameters()
-    assert torch.equal(loaded.theta, agent.theta)
-    for x, a, r in zip(contexts[20:], actions[20:], rewards[20:], strict=True):
-        assert torch.equal(agent.predict(x)[0], loaded.predict(x)[0])
-        agent.update(x, a, r)
-        loaded.update(x, a, r)
-    assert torch.equal(loaded.theta, agent.theta)
-    for name_ in ("accepted", "proposed", "velocity"):
-        if hasattr(agent, name_):
-            assert torch.equal(getattr(loaded, name_), getattr(agent, name_))
 
 
 class TinyNet(torch.nn.Module):
@@ -389,28 +295,3 @@ def test_bad_hyperparameters_raise_named_errors(kwargs, match):
     cls = kwargs.pop("cls")
     with pytest.raises(ValueError, match=match):
         cls(n_arms=3, dim=2, num_replicas=2, seed=0, device="cpu", **kwargs)
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("cls", [FGLMCTS, MALATS, HMCTS, ULMCTS, EnsembleSampling, VITS], ids=lambda c: c.__name__)
-def test_cuda_agrees_with_cpu(cls):
-    """The same draws on both devices (counter-based, float64 Box-Muller rounded once): the chains agree to
-    float32 rounding over 20 recorded rounds."""
-    kwargs = {"n_members": 4} if cls is EnsembleSampling else {"n_inner_steps": 10}
-    contexts, actions, rewards = recorded({}, 3)
-    agents = [cls(None, n_arms=SIZES["n_arms"], dim=SIZES["dim"], num_replicas=3, seed=0, device=device, **kwargs)
-              for device in ("cpu", "cuda")]
-    for agent in agents:
-        feed(agent, contexts[:20].to(agent.device), actions[:20].to(agent.device), rewards[:20].to(agent.device))
-    torch.testing.assert_close(agents[1].theta.cpu(), agents[0].theta, rtol=1e-3, atol=1e-3)
-
-
-def test_single_env_learn_and_predict():
-    """The Stable-Baselines3 verbs on a single env (R = 1)."""
-    env = gym.make("LinearBandit-v0", **SIZES)
-    for cls in (FGLMCTS, MALATS, HMCTS, ULMCTS, EnsembleSampling, VITS):
-        agent = cls(env, seed=0, device="cpu").learn(total_timesteps=5)
-        obs, _ = env.reset(seed=1)
-        action, _ = agent.predict(obs)
-        assert action.shape == () and 0 <= int(action) < SIZES["n_arms"]
-        assert agent.history["regret"].shape == (5,)

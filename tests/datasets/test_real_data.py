@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from agents import LinUCB, UniformRandom
 from bandit_gym.datasets import DatasetIntegrityError, load_dataset
 from bandit_gym.datasets.loaders import SPECS, load_openml
 
@@ -170,10 +171,6 @@ def test_real_linear_agent_beats_uniform_random_on_magic_telescope(real_cache):
 
 
 def test_real_agents_linucb_beats_uniform_random_on_magic_telescope(real_cache):
-    try:
-        from agents import LinUCB, UniformRandom
-    except ImportError:
-        pytest.skip("agents.LinUCB is not exported (yet)")
     venv = gym.make_vec(
         "MagicTelescope-v0", num_envs=4, vectorization_mode="vector_entry_point", cache_dir=real_cache, horizon=1000
     )

@@ -11,14 +11,22 @@ import torch
 from bandit_ids import SYNTHETIC_IDS  # tests/integration is on pytest's pythonpath
 
 import bandit_gym
+import bandit_gym.synthetic
 
 SMALL = {"n_arms": 6, "dim": 4, "horizon": 50}
 
 
-def test_every_synthetic_id_is_registered_with_a_vector_entry_point():
+def test_every_synthetic_env_is_registered_with_its_vector_env():
+    """Each env class of bandit_gym.synthetic has a registered id, and each synthetic id's vector entry point
+    builds the batched face of the same simulator as its entry point."""
+    classes = {cls for cls in vars(bandit_gym.synthetic).values()
+               if isinstance(cls, type) and issubclass(cls, bandit_gym.BanditEnv) and cls is not bandit_gym.BanditEnv}
+    assert classes and {type(gym.make(env_id).unwrapped) for env_id in SYNTHETIC_IDS} == classes
     for env_id in SYNTHETIC_IDS:
-        assert env_id in bandit_gym.ENV_IDS
-        assert gym.registry[env_id].vector_entry_point is not None
+        single = gym.make(env_id, **SMALL).unwrapped
+        batched = gym.make_vec(env_id, num_envs=3, vectorization_mode="vector_entry_point", **SMALL)
+        assert isinstance(batched, bandit_gym.BanditVectorEnv) and batched.num_envs == 3
+        assert batched.simulator_class is single.simulator_class
 
 
 @pytest.mark.parametrize("env_id", SYNTHETIC_IDS)
