@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING
 from bandit_gym.registration import register_envs
 
 if TYPE_CHECKING:
-    from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv
+    from bandit_gym._base import BanditEnv, BanditSimulator, BanditVectorEnv, RoundChunk, chunked_rounds
     from bandit_gym.feedback import BatchedFeedback, DelayedFeedback, Drift
 
 #: Where each public class lives. They are imported on first use (``bandit_gym.DelayedFeedback``), so that
 #: ``import bandit_gym`` (registering the ids) needs gymnasium and yaml but not torch: a command that only reads
 #: results (``bandit-gym table``) starts in a fraction of a second.
-_LAZY = {"BanditEnv": "_base", "BanditSimulator": "_base", "BanditVectorEnv": "_base",
+_LAZY = {"BanditEnv": "_base", "BanditSimulator": "_base", "BanditVectorEnv": "_base", "RoundChunk": "_base",
+         "chunked_rounds": "_base",
          "BatchedFeedback": "feedback", "DelayedFeedback": "feedback", "Drift": "feedback"}
 
 
@@ -40,8 +41,8 @@ def __getattr__(name: str):
 
 __version__ = "0.1.0"
 
-#: Ids of every env registered at import.
 ENV_IDS: tuple[str, ...] = tuple(register_envs())
+"""Ids of every env registered at import."""
 
 __all__ = ["BanditEnv", "BanditSimulator", "BanditVectorEnv", "BatchedFeedback", "DelayedFeedback", "Drift", "ENV_IDS",
-           "register_envs", "__version__"]
+           "RoundChunk", "chunked_rounds", "register_envs", "__version__"]

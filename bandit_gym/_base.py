@@ -8,6 +8,11 @@ bandit as tensors. One round, in the order it runs (see ``docs/envs.md``):
 2. :meth:`BanditSimulator.step`: the chosen arms' expected rewards, their regret
    ``best - chosen`` and random rewards (``_sample_rewards``); then ``t + 1`` and step 1.
 
+:meth:`BanditSimulator.next_rounds` draws rounds ``t .. t + n - 1`` at once, as a :class:`RoundChunk` holding the
+reward every arm would pay (``_arm_rewards``): the numbers of ``n`` steps, whatever arms are played, because
+contexts and reward noise never depend on the actions. Both faces offer it as ``next_rounds(n)``;
+:func:`chunked_rounds` says whether a (wrapped) env's rounds can be drawn so (``docs/envs.md``, "Rounds in chunks").
+
 The single env (:class:`BanditEnv`, ``R = 1``, numpy) and the native batched env
 (:class:`BanditVectorEnv`, any ``R``) drive the same simulator class, so
 a problem's math is written once.
@@ -31,10 +36,52 @@ import torch
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
+from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
 
 from bandit_gym import _kernels, rng
 from bandit_gym.threads import policy
 from bandit_gym.validation import check_choice, check_int, check_keywords, check_render_mode, resolve_device, short_repr
+
+
+@dataclasses.dataclass(frozen=True)
+class RoundChunk:
+    """Rounds ``first_round .. first_round + n - 1`` of ``R`` replicas, drawn in one call (``env.next_rounds(n)``).
+
+    Every tensor is on the env's device, round first: ``contexts[i]`` is round ``first_round + i``'s observation
+    and ``rewards[i, r, a]`` is, bit for bit, what ``step`` pays replica ``r`` for arm ``a`` in that round (one
+    noise draw per round and replica, shared by its arms). A single env's chunk has ``R = 1``.
+
+    Attributes:
+        first_round: The env's round ``t`` (from 0 at reset) of ``contexts[0]``.
+        contexts: Arm features ``(n, R, K, d)`` float32.
+        expected: Expected reward of every arm ``(n, R, K)`` float32.
+        best: The best expected reward ``(n, R)`` float32.
+        optimal_action: The first arm with it ``(n, R)`` int64.
+        rewards: The reward every arm pays ``(n, R, K)`` float32.
+        next_contexts: The arms of round ``first_round + n`` ``(R, K, d)``: the observation after the chunk.
+    """
+
+    first_round: int
+    contexts: torch.Tensor
+    expected: torch.Tensor
+    best: torch.Tensor
+    optimal_action: torch.Tensor
+    rewards: torch.Tensor
+    next_contexts: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.contexts)
+
+    def rewards_of(self, actions: torch.Tensor, round: int | None = None) -> torch.Tensor:
+        """What the arms ``actions`` pay: ``(n, R) -> (n, R)``, or of chunk round ``round`` only ``(R,) -> (R,)``."""
+        rewards = self.rewards if round is None else self.rewards[round]
+        return rewards.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+
+    def regret_of(self, actions: torch.Tensor, round: int | None = None) -> torch.Tensor:
+        """``best - expected[actions]`` as ``step``'s ``info["regret"]`` computes it (float32): ``(n, R) -> (n, R)``,
+        or of chunk round ``round`` only ``(R,) -> (R,)``."""
+        expected, best = (self.expected, self.best) if round is None else (self.expected[round], self.best[round])
+        return best - expected.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
 
 
 class BanditSimulator(ABC):
@@ -44,7 +91,8 @@ class BanditSimulator(ABC):
     few tensor operations per block instead of per round; the numbers never depend on the
     block size, which may depend on ``R``). Subclasses draw what stays fixed for an episode in
     :meth:`_new_episode` and define
-    :meth:`_contexts`, :meth:`_mean_rewards` and :meth:`_sample_rewards`. A pickled simulator
+    :meth:`_contexts`, :meth:`_mean_rewards` and :meth:`_sample_rewards`; those that define :meth:`_arm_rewards`
+    too can draw rounds in chunks (:meth:`next_rounds`). A pickled simulator
     holds its configuration, keys and round; the attributes named in :attr:`derived` are
     recomputed from them when it is loaded.
     """
@@ -61,7 +109,7 @@ class BanditSimulator(ABC):
     feature_high: float = np.inf
     #: Attributes computed from the keys and the round, left out of pickles.
     derived: tuple[str, ...] = ("contexts", "expected", "best", "optimal_action", "_rounds", "_block_index",
-                                  "_arrays")
+                                  "_arrays", "_block")
 
     def __init__(self, num_replicas: int, device: torch.device | str = "cpu") -> None:
         self.num_replicas = check_int("num_envs", num_replicas)
@@ -88,6 +136,12 @@ class BanditSimulator(ABC):
     def _sample_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
         """Random rewards of round ``t``'s chosen arms given their expected rewards, ``(R,) -> (R,)``."""
 
+    def _arm_rewards(self, expected: torch.Tensor, t: int) -> torch.Tensor:
+        """The reward every arm pays in rounds ``t .. t + n - 1``, given their expected rewards ``(R, n, K) -> (R, n,
+        K)``: bit for bit what :meth:`_sample_rewards` gives the arm played. A simulator without it (this one
+        raises) plays round by round; :func:`chunked_rounds` checks for it."""
+        raise NotImplementedError(f"{type(self).__name__} draws its rewards one round at a time (no _arm_rewards)")
+
     def reset(self, keys: torch.Tensor) -> None:
         """Start an episode for each replica key ``(R,)``."""
         self.keys = keys.to(self.device)
@@ -96,21 +150,49 @@ class BanditSimulator(ABC):
         self._block_index = -1
         self._observe()
 
-    def _observe(self) -> None:
-        """Round ``t``'s arms ``(R, K, d)``, expected rewards ``(R, K)``, best value and first optimal arm ``(R,)``."""
+    def _draw_block(self, block: int) -> tuple[torch.Tensor, ...]:
+        """Block ``block``'s arms ``(R, B, K, d)``, expected rewards ``(R, B, K)``, best values and first optimal
+        arms ``(R, B)``."""
+        contexts = self._contexts(block)  # (R, B, K, d)
+        expected = self._mean_rewards(contexts)  # (R, B, K)
+        if _kernels.enabled() and expected.device.type == "cpu" and expected.dtype == torch.float32:
+            best, optimal = _kernels.best_arms(expected)  # the same, compiled
+        else:
+            best, optimal = expected.amax(dim=2), expected.argmax(dim=2)  # (R, B); argmax: the first maximiser
+        return contexts, expected, best, optimal
+
+    def _observe(self, drawn: tuple[torch.Tensor, ...] | None = None) -> None:
+        """Round ``t``'s arms ``(R, K, d)``, expected rewards ``(R, K)``, best value and first optimal arm ``(R,)``;
+        ``drawn``: round ``t``'s block where the caller has drawn it already."""
         block, row = divmod(self.t, self.block_rounds)
         if block != self._block_index:
-            contexts = self._contexts(block)  # (R, B, K, d)
-            expected = self._mean_rewards(contexts)  # (R, B, K)
-            if _kernels.enabled() and expected.device.type == "cpu" and expected.dtype == torch.float32:
-                best, optimal = _kernels.best_arms(expected)  # the same, compiled
-            else:
-                best, optimal = expected.amax(dim=2), expected.argmax(dim=2)  # (R, B); argmax: the first maximiser
-            self._rounds = list(zip(*(x.unbind(1) for x in (contexts, expected, best, optimal)), strict=True))
+            self._block = self._draw_block(block) if drawn is None else drawn
+            self._rounds = list(zip(*(x.unbind(1) for x in self._block), strict=True))
             self._block_index = block
             # numpy views of the block for the single env (CPU): its rounds then need no torch call
-            self._arrays = tuple(x.numpy() for x in (contexts, expected, best, optimal)) if contexts.is_cpu else None
+            self._arrays = tuple(x.numpy() for x in self._block) if self._block[0].is_cpu else None
         self.contexts, self.expected, self.best, self.optimal_action = self._rounds[row]
+
+    def next_rounds(self, n: int) -> RoundChunk:
+        """Rounds ``t .. t + n - 1`` at once (the caller checks ``n``), then ``t + n``: the numbers of ``n`` steps.
+
+        The blocks of those rounds and of round ``t + n`` (the observation after) are drawn in order, each once,
+        the block in hand reused; the last one stays in hand for the rounds that follow. The chunk's tensors are
+        its own memory (writing into them changes nothing the simulator does).
+        """
+        t, B = self.t, self.block_rounds
+        first, last = t // B, (t + n) // B
+        blocks = [self._block if b == self._block_index else self._draw_block(b) for b in range(first, last + 1)]
+        joined = blocks[0] if len(blocks) == 1 else [torch.cat(parts, dim=1) for parts in zip(*blocks, strict=True)]
+        rows = slice(t - first * B, t - first * B + n)  # rounds t .. t + n - 1 of the joined blocks
+        contexts, expected, best, optimal = (x[:, rows] for x in joined)  # (R, n, ...)
+        after = joined[0][:, t + n - first * B]  # (R, K, d) round t + n's arms
+        if len(blocks) == 1:  # views of the block in hand: copies, so that the chunk is the caller's
+            contexts, expected, best, optimal, after = (x.clone() for x in (contexts, expected, best, optimal, after))
+        rewards = self._arm_rewards(expected, t)  # (R, n, K)
+        self.t = t + n
+        self._observe(blocks[-1])
+        return RoundChunk(t, *(x.transpose(0, 1) for x in (contexts, expected, best, optimal, rewards)), after)
 
     def _round_arrays(self) -> tuple:
         """Round ``t`` as numpy views (CPU only): arms ``(R, K, d)``, expected rewards ``(R, K)``, best value and
@@ -166,6 +248,42 @@ class BanditSimulator(ABC):
                 self.reset(self.keys)
                 self.t = t
                 self._observe()
+
+
+def _check_chunk(sim: BanditSimulator, n: Any, end: int) -> int:
+    """``n`` as the rounds ``next_rounds`` may draw: an integer in ``[1, end - t]`` (``end``: the episode's rounds)."""
+    if sim.keys is None:
+        raise RuntimeError("call reset() before next_rounds()")
+    left = end - sim.t
+    if left <= 0:
+        raise RuntimeError(f"the episode ended after its {end} rounds; call reset()")
+    n = check_int("n", n)
+    if n > left:
+        raise ValueError(f"n must be at most the {left} rounds left in the episode (round {sim.t} of {end}), got {n}")
+    return n
+
+
+#: The wrappers :func:`chunked_rounds` looks through: those ``gym.make`` adds, which change nothing a round shows or
+#: pays. Any other wrapper (``TimeLimit``, ``TransformReward``, the feedback wrappers, ``Drift``, your own) may, so
+#: its rounds are played with its ``step``.
+TRANSPARENT_WRAPPERS: tuple[type, ...] = (OrderEnforcing, PassiveEnvChecker)
+
+
+def chunked_rounds(env: Any) -> Any:
+    """``next_rounds`` of the bandit env inside ``env``, or None where its rounds must be played with ``step``.
+
+    None unless ``env`` is a :class:`BanditEnv` or :class:`BanditVectorEnv` whose ``step`` is theirs, wrapped at
+    most in :data:`TRANSPARENT_WRAPPERS` (exactly those classes: a subclass may change what it passes on), and its
+    simulator draws every arm's rewards (``_arm_rewards``). The agents' round loop asks once per loop.
+    """
+    while type(env) in TRANSPARENT_WRAPPERS:
+        env = env.env
+    face = next((c for c in (BanditEnv, BanditVectorEnv) if isinstance(env, c)), None)
+    if face is None or type(env).step is not face.step:
+        return None
+    if type(env.sim)._arm_rewards is BanditSimulator._arm_rewards:
+        return None
+    return env.next_rounds
 
 
 def render_text(sim: BanditSimulator, replica: int, last_action: int | None) -> str:
@@ -277,6 +395,23 @@ class BanditEnv(gym.Env):
         info["regret"] = regret.item()
         return obs, rewards.item(), False, self.sim.truncated, info
 
+    @policy()
+    def next_rounds(self, n: int) -> RoundChunk:
+        """The next ``n`` rounds in one call, ``R = 1`` (torch on CPU): what ``n`` steps show and pay, bit for bit,
+        whatever arms are played (``docs/envs.md``, "Rounds in chunks").
+
+        The env's round moves ``n`` forward as ``n`` steps would: its observation is then round ``t + n``'s, and
+        after the horizon's last round it needs a ``reset``. The env does not see the arms played, so
+        :meth:`render` shows no last choice.
+
+        Raises:
+            RuntimeError: before ``reset``, or when the episode has ended.
+            ValueError: ``n`` is not an integer from 1 to the rounds left before the horizon.
+        """
+        n = _check_chunk(self.sim, n, self.horizon)
+        self._last_action = None
+        return self.sim.next_rounds(n)
+
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self.sim.keys is None:
             return None
@@ -387,6 +522,25 @@ class BanditVectorEnv(VectorEnv):
         info = self._info(regret=regret.double())  # float64, as SyncVectorEnv gives it
         return (self._out(self.sim.contexts), self._out(rewards.double()), self._filled(False),
                 self._filled(self._needs_reset), info)
+
+    @policy()
+    def next_rounds(self, n: int) -> RoundChunk:
+        """The next ``n`` rounds of every replica in one call, tensors on the env's device (whatever its
+        ``array_type``): what ``n`` steps show and pay, bit for bit, whatever arms are played (``docs/envs.md``,
+        "Rounds in chunks").
+
+        The env's round moves ``n`` forward as ``n`` steps would; after the episode's last round
+        (``min(horizon, max_episode_steps)``) it needs a ``reset`` (``next_rounds`` does not autoreset). The env
+        does not see the arms played, so :meth:`render` shows no last choice.
+
+        Raises:
+            RuntimeError: before ``reset``, or when the episode has ended.
+            ValueError: ``n`` is not an integer from 1 to the rounds left in the episode.
+        """
+        n = _check_chunk(self.sim, n, self.episode_steps)
+        chunk = self.sim.next_rounds(n)
+        self._needs_reset, self._last_actions = self.sim.t >= self.episode_steps, None
+        return chunk
 
     def __getstate__(self) -> dict[str, Any]:
         # The batched spaces' bounds are num_envs copies of the single spaces': rebuilt, not pickled.

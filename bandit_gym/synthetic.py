@@ -103,6 +103,10 @@ class SyntheticBanditSimulator(BanditSimulator):
             return _kernels.block_draws_numpy(self._noise, self.keys, t)  # the same values, a cached numpy view
         return self._noise(self.keys, t).numpy()
 
+    def _noise_rounds(self, t: int, n: int) -> torch.Tensor:
+        """Rounds ``t .. t + n - 1``'s reward draws ``(R, n)``: those :meth:`_round_noise` gives one round at a time."""
+        return torch.stack([self._noise(self.keys, s) for s in range(t, t + n)], dim=1)
+
     def _per_draw(self, function, x: torch.Tensor) -> torch.Tensor:
         """``function(x)`` for ``x`` ``(R, B, ...)``; per counter of the stream where a call drew several
         (:func:`bandit_gym._kernels.per_counter`)."""
@@ -129,6 +133,9 @@ class LinearBanditSimulator(SyntheticBanditSimulator):
     def _sample_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
         return chosen_mean + self._round_noise(chosen_mean, t)  # (R,) the noise drawn times noise_std
 
+    def _arm_rewards(self, expected: torch.Tensor, t: int) -> torch.Tensor:
+        return expected + self._noise_rounds(t, expected.shape[1])[:, :, None]  # (R, n, K) a round's noise per arm
+
 
 class LogisticBanditSimulator(SyntheticBanditSimulator):
     """Bernoulli rewards ``r ~ Bernoulli(sigmoid(x . theta*))``."""
@@ -142,6 +149,10 @@ class LogisticBanditSimulator(SyntheticBanditSimulator):
         coins = self._round_noise(chosen_mean, t) < chosen_mean  # (R,) True with probability chosen_mean
         return coins.astype(np.float32) if isinstance(coins, np.ndarray) else coins.to(torch.float32)
 
+    def _arm_rewards(self, expected: torch.Tensor, t: int) -> torch.Tensor:
+        coins = self._noise_rounds(t, expected.shape[1])[:, :, None] < expected  # (R, n, K) a round's coin per arm
+        return coins.to(torch.float32)
+
 
 class QuadraticBanditSimulator(SyntheticBanditSimulator):
     """Quadratic rewards ``r = 10 (x . theta*)^2 + N(0, noise_std^2)``."""
@@ -150,6 +161,7 @@ class QuadraticBanditSimulator(SyntheticBanditSimulator):
         return 10.0 * self._scores(contexts) ** 2  # (R, B, K)
 
     _sample_rewards = LinearBanditSimulator._sample_rewards
+    _arm_rewards = LinearBanditSimulator._arm_rewards
 
 
 # -- the Gymnasium faces: each pair shares its simulator, so the math exists once --------

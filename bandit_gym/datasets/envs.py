@@ -183,6 +183,9 @@ class DatasetBanditSimulator(BanditSimulator):
     def _sample_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
         return chosen_mean.clone()  # Bernoulli(0 or 1) is deterministic: 1 for the true class
 
+    def _arm_rewards(self, expected: torch.Tensor, t: int) -> torch.Tensor:
+        return expected.clone()  # (R, n, K)
+
 
 class DatasetBanditEnv(BanditEnv):
     """Classification as a contextual bandit (LMC-TS paper, Section 5.2); see ``docs/datasets.md``.
