@@ -220,7 +220,7 @@ class DelayedFeedback(_DelaySchedule, _SingleFeedback, gym.utils.RecordConstruct
         delay_seed: Seed of the random delays (their own stream; the same for every replica and episode
             count, so a batched env's replica ``i`` sees the single env's delays).
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, bandit_gym
         >>> from bandit_gym.feedback import DelayedFeedback
         >>> env = DelayedFeedback(gym.make("LinearBandit-v0", horizon=5), delay=2)

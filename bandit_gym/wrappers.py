@@ -35,7 +35,7 @@ class OneStepEpisodes(gym.Wrapper):
     from ``reset`` it holds ``expected_rewards`` / ``optimal_action`` of the arms it
     returns. ``truncated`` is passed through (True on the horizon's last round).
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, bandit_gym
         >>> from bandit_gym.wrappers import OneStepEpisodes
         >>> env = OneStepEpisodes(gym.make("LinearBandit-v0"))
