@@ -143,7 +143,8 @@ class MLPModel(_NeuralModel):
         self.keys = keys
         sizes = (dim, *self.hidden, 1)
         self.layer_shapes = list(zip(sizes[1:], sizes[:-1], strict=True))  # (out, in) per layer
-        self._n_params = sum(o * i + o for o, i in self.layer_shapes)
+        self._piece_sizes = [size for o, i in self.layer_shapes for size in (o * i, o)]  # W_1, b_1, W_2, ...
+        self._n_params = sum(self._piece_sizes)
 
     @property
     def n_params(self) -> int:
@@ -165,13 +166,9 @@ class MLPModel(_NeuralModel):
 
     def layers(self, params: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """``(W_l, b_l)`` views of the flat parameters: ``(R, out, in)``, ``(R, out)``."""
-        out, start = [], 0
-        for fan_out, fan_in in self.layer_shapes:
-            weight = params[:, start: start + fan_out * fan_in].reshape(-1, fan_out, fan_in)
-            start += fan_out * fan_in
-            out.append((weight, params[:, start: start + fan_out]))
-            start += fan_out
-        return out
+        pieces = params.split(self._piece_sizes, dim=1)  # W_1 (R, o i), b_1 (R, o), W_2, ...: one call for all views
+        return [(weight.reshape(-1, fan_out, fan_in), bias) for (fan_out, fan_in), weight, bias
+                in zip(self.layer_shapes, pieces[0::2], pieces[1::2], strict=True)]
 
     def _act(self, z: torch.Tensor) -> torch.Tensor:
         return F.relu(z) if self.activation == "relu" else F.leaky_relu(z, LEAKY_SLOPE)
