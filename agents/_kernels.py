@@ -4,8 +4,9 @@ Torch defines every computation; a kernel here is an accelerator of ONE torch fu
 in its docstring (the measured gains are in ``docs/agents.md``). Each is tested against its torch
 function with ``torch.testing.assert_close``:
 
-* numba loops of ``rng.normal``, ``langevin_steps`` (linear model), ``linear_scores``, ``add_observation``
-  (``tests/agents/test_kernels.py``);
+* numba loops of ``langevin_steps`` (linear model), ``linear_scores``, ``add_observation``
+  (``tests/agents/test_kernels.py``); the agents' normal draws are ``bandit_gym.rng.approx_normal``, whose
+  compiled loop is the package's one Box-Muller kernel (``bandit_gym/_rng_kernels.py``);
 * off the CPU, ``langevin_steps`` (linear model) in its affine form, one batched product per step
   (``linear_langevin_affine``; ``enabled_off_cpu()`` switches it, ``tests/agents/test_kernels.py``);
 * :class:`agents.mlp.MLPModel`'s hand-written backward pass (``mlp_gradient``, ``mlp_gradient_squares``,
@@ -15,14 +16,14 @@ function with ``torch.testing.assert_close``:
   torch code and run on any device; they check only the variable (``enabled()`` with no tensors).
 
 ``BANDIT_GYM_KERNELS=0`` in the environment switches every kernel off (the agents then run
-their torch code); the envs' kernels (``bandit_gym/_kernels.py``) obey the same variable.
+their torch code); the envs' kernels (``bandit_gym/_kernels.py``, ``bandit_gym/_rng_kernels.py``) obey the
+same variable.
 The variable is read at each call, so a test can switch it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 
 import numpy as np
@@ -31,7 +32,6 @@ import torch.nn.functional as F
 from numba import njit
 
 from agents.blocks import BlockRows
-from bandit_gym import rng
 
 _JIT = {"nogil": True, "cache": True, "error_model": "numpy"}
 
@@ -47,34 +47,6 @@ def enabled_off_cpu(*tensors: torch.Tensor) -> bool:
     where the torch-level devices that save kernel launches apply."""
     return os.environ.get("BANDIT_GYM_KERNELS", "1") != "0" and all(
         not t.is_cpu and not t.requires_grad and t.dtype == torch.float32 for t in tensors)
-
-
-# -- bandit_gym.rng.normal --------------------------------------------------------------------
-@njit(**_JIT)
-def _normal_rows(words, n, out):
-    """Row ``r``: Box-Muller on word ``j`` gives normal ``j`` (cosine) and ``j + m`` (sine), ``m = ceil(n / 2)``:
-    the radius in float64, the cosine and sine in float32 (twice as fast as float64's; the draws stay within
-    1e-6 of the float64 definition, about 7 float32 ulps on average)."""
-    m = (n + 1) // 2
-    for r in range(words.shape[0]):
-        for j in range(m):
-            word = words[r, j]
-            u1 = (np.float64(word >> np.uint64(32)) + 0.5) * 2.0**-32
-            angle = np.float32(np.float64(word & np.uint64(0xFFFFFFFF)) * (2.0 * math.pi * 2.0**-32))
-            radius = math.sqrt(-2.0 * math.log(u1))
-            out[r, j] = radius * math.cos(angle)
-            if j + m < n:
-                out[r, j + m] = radius * math.sin(angle)
-
-
-def normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
-    """Loop version of ``bandit_gym.rng.normal``: the same words (``bandit_gym.rng.random_words``) and formula,
-    with float32 cosines and sines (within 1e-6 of the torch draws, which round a float64 Box-Muller once)."""
-    n = math.prod(shape)
-    words = rng.random_words(keys, stream, counter, (n + 1) // 2)  # (R, m) int64: the public draw of the words
-    out = np.empty((len(keys), n), np.float32)
-    _normal_rows(words.numpy().view(np.uint64), n, out)
-    return torch.from_numpy(out).reshape(len(keys), *shape)
 
 
 # -- agents.lmcts.langevin_steps with the linear model ----------------------------------------

@@ -20,11 +20,13 @@ Hyperparameters: every numeric hyperparameter is a number or one value per repli
 (:meth:`BanditAgent._hyperparameter`), reported by :meth:`hyperparameters` and saved.
 
 Threads: ``learn``, ``predict`` and ``update`` run under :class:`bandit_gym.threads.policy` (one torch
-intra-op thread unless ``threads=`` or ``BANDIT_GYM_THREADS`` says otherwise; the user's setting is put back).
+intra-op thread unless ``threads=`` or ``BANDIT_GYM_THREADS`` says otherwise, or, in ``learn``, the round's work
+:meth:`BanditAgent.round_work` reaches :data:`bandit_gym.threads.LARGE_WORK`; the user's setting is put back).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from abc import ABC, abstractmethod
@@ -36,7 +38,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from agents import _kernels
+from agents import propensity
 from agents.callbacks import as_round_hooks, make_env
 from agents.rounds import Rounds
 from agents.validation import check_bool, check_int, per_replica, replica_seeds
@@ -81,7 +83,13 @@ def random_argmax(values: torch.Tensor, tie_noise: torch.Tensor) -> torch.Tensor
 
 def chosen_rows(contexts: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """Features of the played arms: ``(R, K, d), (R,) -> (R, d)``."""
-    return contexts[torch.arange(len(actions), device=actions.device), actions]
+    return contexts[_replica_index(actions.shape[0], actions.device), actions]
+
+
+@functools.lru_cache(maxsize=16)
+def _replica_index(num_replicas: int, device: torch.device) -> torch.Tensor:
+    """``arange(R)`` on ``device``, made once per size (read only: indexing never writes to it)."""
+    return torch.arange(num_replicas, device=device)
 
 
 def _tensorboard_logger(folder: str | os.PathLike):
@@ -96,6 +104,11 @@ def _tensorboard_logger(folder: str | os.PathLike):
     from stable_baselines3.common.logger import configure
 
     return configure(str(folder), ["csv", "tensorboard"])
+
+
+#: Rounds between two checks for NaN or Inf of an agent that does not check each round (:meth:`BanditAgent.
+#: _check_learned`): each check reads one value back from the device, so a round loop on a GPU need not wait.
+CHECK_ROUNDS = 256
 
 
 class DivergenceError(RuntimeError):
@@ -118,7 +131,9 @@ class BanditAgent(ABC):
             or ``"auto"`` (CUDA when available). The default is the CPU everywhere: a round of a few
             replicas is faster there, and the same seed gives the same numbers whether or not the machine
             has a GPU (docs/agents.md, "Devices").
-        n_arms, dim, num_replicas: Sizes, when no env is given.
+        n_arms: Number of arms ``K``, when no env is given.
+        dim: Feature dimension ``d``, when no env is given.
+        num_replicas: Number of replicas ``R``, when no env is given (default 1).
     """
 
     def __init__(self, env: gym.Env | gym.vector.VectorEnv | None = None, *, seed: int | list[int] | None = None,
@@ -204,11 +219,15 @@ class BanditAgent(ABC):
         ``sqrt(p (1 - p) / n_samples)`` (:mod:`agents.propensity`). Changes nothing in the agent. A logged
         action's propensity is its entry.
         """
-        from agents.propensity import action_probabilities
-
         contexts = self._as_contexts(observation, check_finite=True)
-        probabilities, errors = (x.cpu().numpy() for x in action_probabilities(self, contexts, n_samples))
+        probabilities, errors = (x.cpu().numpy() for x in propensity.action_probabilities(self, contexts, n_samples))
         return (probabilities[0], errors[0]) if np.ndim(observation) == 2 else (probabilities, errors)
+
+    def exact_probabilities(self, contexts: torch.Tensor) -> torch.Tensor | None:
+        """This round's probabilities ``(R, K)`` float64 in closed form, or None (the default): then
+        :meth:`action_probabilities` estimates them by Monte Carlo. A rule with a closed form answers it here
+        (a subclass that changes ``_select`` changes this too)."""
+        return None
 
     @policy()
     def update(self, observation, action, reward) -> None:
@@ -230,6 +249,7 @@ class BanditAgent(ABC):
         if not bool(torch.isfinite(rewards).all()):
             raise ValueError(f"reward must be finite, got {short_repr(rewards.tolist())}")
         self._observe(contexts, actions, rewards)
+        self._check_learned(self.t)
         self.t += 1
 
     def learn(self, env: gym.Env | gym.vector.VectorEnv | int | None = None, total_timesteps: int | None = None,
@@ -253,7 +273,8 @@ class BanditAgent(ABC):
         of them) whose ``on_step()`` returns False; ``callback.model`` is this agent.
 
         ``threads``: torch's intra-op threads while playing (the callback included), a positive integer or
-        ``"torch"`` (torch's own setting); default ``$BANDIT_GYM_THREADS``, else 1 (:mod:`bandit_gym.threads`).
+        ``"torch"`` (torch's own setting); default ``$BANDIT_GYM_THREADS``, else by the round's work
+        (:meth:`round_work`): 1, or torch's own setting for a large round (:mod:`bandit_gym.threads`).
         Your ``torch.get_num_threads()`` is the same afterwards.
 
         ``tensorboard_log``: a folder; from now on every round goes to Stable-Baselines3's logger there, as
@@ -271,7 +292,7 @@ class BanditAgent(ABC):
             raise ValueError("learn needs an env: give one here or when making the agent")
         loop = self.rounds(env, total_timesteps)
         total, vector = loop.total, isinstance(env, gym.vector.VectorEnv)
-        with policy(threads):
+        with policy(threads, work=self.round_work()):
             cumulative = 0.0  # the logged cumulative regret, mean over the replicas
             if progress_bar:
                 from tqdm.auto import tqdm
@@ -295,8 +316,16 @@ class BanditAgent(ABC):
                 if stop:
                     break
             on_end()
+        self._check_learned(self.t - 1)
         self.history = {name: log.rows() if vector else log.rows()[:, 0] for name, log in logs.items()}
         return self
+
+    def round_work(self) -> int:
+        """Floats of arithmetic in one round, ``R p (p + K)`` (``p`` the model's features per arm): the size of a
+        round's products (scores of ``K`` arms against ``p x p`` statistics) that :mod:`bandit_gym.threads` chooses
+        the threads of ``learn`` by."""
+        p = getattr(self, "model_dim", self.dim)
+        return self.num_replicas * p * (p + self.n_arms)
 
     def rounds(self, env: gym.Env | gym.vector.VectorEnv | None = None, total: int | None = None, *,
                observation: Any = None, checked: bool = False, timed: bool = False,
@@ -474,7 +503,8 @@ class BanditAgent(ABC):
         if x.shape != (self.num_replicas, self.n_arms, self.dim):
             raise ValueError(f"observation must have shape ({self.n_arms}, {self.dim}) or "
                              f"({self.num_replicas}, {self.n_arms}, {self.dim}), got {tuple(np.shape(observation))}")
-        x = x.to(self.device, torch.float32)
+        if x.dtype != torch.float32 or x.device != self.device:
+            x = x.to(self.device, torch.float32)
         if check_finite and not bool(np.isfinite(x.detach().numpy()).all() if x.is_cpu else torch.isfinite(x).all()):
             bad = ~torch.isfinite(given.to(torch.float32))  # where, in the shape the user gave
             count, first = int(bad.sum()), tuple(int(i) for i in bad.nonzero()[0])
@@ -509,19 +539,20 @@ class BanditAgent(ABC):
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"reward must be a number or one number per replica ({self.num_replicas}), got "
                                  f"{short_repr(reward)}") from exc
-        if reward.numel() != self.num_replicas:
+        if math.prod(reward.shape) != self.num_replicas:
             raise ValueError(f"reward must hold one value per replica ({self.num_replicas}), got "
-                             f"{reward.numel()} values of shape {tuple(reward.shape)}")
-        return reward.to(self.device, torch.float32).reshape(self.num_replicas)
+                             f"{math.prod(reward.shape)} values of shape {tuple(reward.shape)}")
+        if reward.dtype != torch.float32 or reward.device != self.device:
+            reward = reward.to(self.device, torch.float32)
+        return reward.reshape(self.num_replicas)
 
     def _draws(self, kind: str, stream: Stream, shape: tuple[int, ...], t: int | None = None) -> torch.Tensor:
         """Round ``t``'s (default: this round's) ``"uniform"`` or ``"normal"`` draws of a stream, ``(R, *shape)``:
-        ``bandit_gym.rng.uniform`` / ``normal`` with the round as the counter (normals by their kernel on CPU)."""
+        ``bandit_gym.rng.uniform`` / ``approx_normal`` with the round as the counter."""
         t = self.t if t is None else t
         if kind == "uniform":
             return rng.uniform(self.keys, stream, t, shape)
-        return _kernels.normal(self.keys, stream, t, shape) if _kernels.enabled(self.keys) else \
-            rng.normal(self.keys, stream, t, shape)
+        return rng.approx_normal(self.keys, stream, t, shape)
 
     def _argmax(self, values: torch.Tensor) -> torch.Tensor:
         """Greedy arm per replica, ties broken at random with this round's draws: ``(R, K) -> (R,)``.
@@ -537,19 +568,30 @@ class BanditAgent(ABC):
                 return is_best.byte().argmax(dim=1)  # the first (only) maximiser; 0 where there is none
         return random_argmax(values, self._draws("uniform", Stream.TIES, (self.n_arms,)).to(values.device))
 
-    def _check_finite(self, tensor: torch.Tensor, what: str, step_size: Any = None) -> None:
-        """Raise :class:`DivergenceError` naming the round (and the step size) if ``tensor`` has a NaN or Inf.
+    def _check_learned(self, last_round: int) -> None:  # noqa: B027  (a hook: most agents check in _observe)
+        """Raise :class:`DivergenceError` if the learned state has a NaN or Inf after round ``last_round``.
+
+        For an agent that does not check each round in ``_observe`` (a check reads a value back from the device):
+        ``update`` calls it after its round, ``learn`` after its loop, and such an agent's ``_observe`` every
+        :data:`CHECK_ROUNDS` rounds. The default checks nothing.
+        """
+
+    def _check_finite(self, tensor: torch.Tensor, what: str, step_size: Any = None,
+                      by_round: int | None = None) -> None:
+        """Raise :class:`DivergenceError` naming the round (and the step size) if ``tensor`` has a NaN or Inf:
+        "in round ``self.t``", or "by round ``by_round``" for a check made once for several rounds.
 
         (A float32 tensor's float64 sum is NaN or Inf exactly when an entry is: float32 values cannot overflow
         it. One reduction, a third of the time of ``isfinite(tensor).all()`` at bandit sizes.)
         """
         if tensor.dtype == torch.float32:
-            finite = math.isfinite(tensor.detach().sum(dtype=torch.float64).item())
+            finite = math.isfinite(tensor.sum(dtype=torch.float64).item())
         else:
             finite = bool(torch.isfinite(tensor).all())
         if not finite:
             hint = f" with step size {step_size}" if step_size is not None else ""
-            raise DivergenceError(f"{type(self).__name__}: {what} became NaN or Inf in round {self.t}{hint}; "
+            when = f"in round {self.t}" if by_round is None else f"by round {by_round}"
+            raise DivergenceError(f"{type(self).__name__}: {what} became NaN or Inf {when}{hint}; "
                                   "try a smaller step size")
 
 
@@ -654,42 +696,38 @@ def _check_saved_state(path: Any, saved: dict[str, Any], fresh: dict[str, torch.
 class _RoundLog:
     """One value per replica per round of a run of at most ``rounds``, as a ``(rounds played, R)`` numpy array.
 
-    CPU values go into numpy chunks of ``CHUNK_ROWS`` rows as they come (no list of 10,000 tensors for
-    the garbage collector to walk, and no ``rounds`` rows allocated up front: ``learn(10**12)`` stopped by
-    a callback allocates what it played); values on another device are kept and moved once at the end,
-    so the loop never waits for the device.
+    Values go into chunks of ``CHUNK_ROWS`` rows as they come: a torch tensor on the value's device for a tensor
+    (one copy into it, no wait for the device and no read into Python), a numpy array for a number or numpy
+    values; no ``rounds`` rows are allocated up front (``learn(10**12)`` stopped by a callback allocates what it
+    played). :meth:`rows` moves the chunks to the host once, at the end.
     """
 
     CHUNK_ROWS = 4096
 
     def __init__(self, rounds: int, width: int, dtype: type) -> None:
         self._rounds, self._width, self._dtype = rounds, width, dtype
-        self._chunks: list[np.ndarray] = []
-        self._device_rows: list[torch.Tensor] = []
+        self._chunks: list[np.ndarray | torch.Tensor] = []
         self._count = 0  # rows in all chunks
         self._in_last = 0  # rows in the last chunk
+        self._last_size = 0  # rows the last chunk holds
 
     def add(self, value) -> None:
-        if isinstance(value, torch.Tensor):
-            if not value.is_cpu:
-                self._device_rows.append(value)
-                return
-            value = value.numpy()
-        if not self._chunks or self._in_last == len(self._chunks[-1]):
-            size = max(1, min(self.CHUNK_ROWS, self._rounds - self._count))
-            self._chunks.append(np.empty((size, self._width), self._dtype))
+        if self._in_last == self._last_size:
+            size = self._last_size = max(1, min(self.CHUNK_ROWS, self._rounds - self._count))
+            if isinstance(value, torch.Tensor):
+                dtype = torch.from_numpy(np.empty(0, self._dtype)).dtype
+                self._chunks.append(torch.empty(size, self._width, dtype=dtype, device=value.device))
+            else:
+                self._chunks.append(np.empty((size, self._width), self._dtype))
             self._in_last = 0
         self._chunks[-1][self._in_last] = value
         self._in_last += 1
         self._count += 1
 
     def rows(self) -> np.ndarray:
-        if self._device_rows:
-            stacked = torch.stack(self._device_rows).reshape(len(self._device_rows), -1)
-            return stacked.cpu().numpy().astype(self._dtype)
         if not self._chunks:
             return np.empty((0, self._width), self._dtype)
-        if len(self._chunks) == 1 and self._in_last == len(self._chunks[0]):
-            return self._chunks[0]
-        return np.concatenate([*self._chunks[:-1], self._chunks[-1][: self._in_last]])
-
+        chunks = [c.cpu().numpy() if isinstance(c, torch.Tensor) else c for c in self._chunks]
+        if len(chunks) == 1 and self._in_last == self._last_size:
+            return chunks[0]
+        return np.concatenate([*chunks[:-1], chunks[-1][: self._in_last]])

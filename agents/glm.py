@@ -75,6 +75,8 @@ class _LogisticAgent(BanditAgent):
             arms are one-hot blocks, True always, False never.
         scale_features: Penalise each feature by its mean square over the rows shown (``lambda D``, renewed at
             rounds 2, 4, 8, ...; default True), as the linear agents do, instead of ``lambda``.
+
+    Keyword Args:
         seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
     """
 
@@ -198,10 +200,17 @@ class UCBGLM(_LogisticAgent):
     ``theta_hat`` the penalised MLE and ``V = lambda D + sum_i x_i x_i^T`` (Sherman-Morrison; renewed with ``D``).
     Li et al. use ``lambda = 0`` after enough random rounds; the ridge term makes ``tau = 0`` safe.
 
+    When to use it:
+        Binary (logistic) rewards, such as LogisticBandit-v0, a first choice with GLMTSL; on classification data it is
+        as low as the linear agents at the defaults. Measured: docs/agents.md, "Choosing an agent", and
+        benchmarks/results/grid_glm.md.
+
     Args:
         exploration_scale: ``alpha >= 0``, the width multiplier; 0 plays greedily.
         refit_growth: ``g >= 0`` of the geometric refit schedule (module docstring): the MLE steps run when
             the history has grown by a fraction ``g`` since the last refit (every round for ``g = 0``).
+
+    Keyword Args:
         lambda_reg, n_explore_rounds, n_mle_steps, ...: See :class:`_LogisticAgent`.
 
     References:
@@ -243,11 +252,18 @@ class GLMTSL(_LogisticAgent):
     ``H`` the Hessian of ``L_t`` at the MLE ``theta_hat``, and plays ``argmax_x x^T theta_t``. The
     draw is ``theta_hat + a L^-T z`` with ``L L^T = H`` (Cholesky, after each update).
 
+    When to use it:
+        Binary (logistic) rewards, such as LogisticBandit-v0, a first choice with UCBGLM; on classification data it ties
+        the linear agents (lowest on MagicTelescope-v0 at the defaults). Measured: docs/agents.md, "Choosing an agent",
+        and benchmarks/results/grid_glm.md.
+
     Args:
         exploration_scale: ``a >= 0``, the posterior inflation; 0 plays greedily.
         refit_growth: ``g >= 0`` of the geometric refit schedule (module docstring). At a refit ``H`` is
             rebuilt from the whole history at the new ``theta_hat``; between refits ``theta_hat`` is fixed and
             each new row's ``mu'(x^T theta_hat) x x^T`` is added: ``H`` is exactly the Hessian at ``theta_hat``.
+
+    Keyword Args:
         lambda_reg, n_explore_rounds, n_mle_steps, ...: See :class:`_LogisticAgent`.
 
     References:
@@ -307,6 +323,11 @@ class SGDTS(_LogisticAgent):
     Ding et al.'s code samples from an isotropic ``N(theta_bar, (2 g_1^2 + 2 g_2^2) I / j)``; this
     uses the ``g^2 V^-1`` form of their analysis.
 
+    When to use it:
+        Logistic rewards where a round must not refit over the history (online SGD steps instead). At its defaults its
+        regret on the UCI data is well above UCBGLM's and GLMTSL's: prefer those where time allows. Measured:
+        docs/agents.md, "Choosing an agent".
+
     Args:
         exploration_scale: ``g >= 0``; 0 plays greedily on ``theta_bar``.
         step_size: ``eta_0 > 0``; epoch ``j``'s step is ``eta_0 / j``.
@@ -315,6 +336,8 @@ class SGDTS(_LogisticAgent):
         projection_radius: Radius > 0 of the ball around the anchor that SGD stays in.
         n_mle_steps: Bound-optimisation steps of the anchor's MLE at round ``tau`` (the error shrinks
             by a factor ~0.2 per step).
+
+    Keyword Args:
         lambda_reg, ...: See :class:`_LogisticAgent`.
 
     References:

@@ -20,7 +20,7 @@ class History:
         device: Where the buffers live.
         capacity: Rows allocated at first (doubled whenever full).
 
-    Example:
+    Examples:
         >>> history = History(2, {"features": (3,), "rewards": ()}, torch.device("cpu"))
         >>> history.append(features=torch.ones(2, 3), rewards=torch.zeros(2))
         >>> history["features"].shape

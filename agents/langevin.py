@@ -60,7 +60,7 @@ class LangevinOptimizer(torch.optim.Optimizer):
             the parameters' device). None uses torch's global generator. The same
             generator state gives the same trajectory.
 
-    Example:
+    Examples:
         >>> model = torch.nn.Linear(3, 1)
         >>> opt = LangevinOptimizer(model.parameters(), step_size=1e-2, inverse_temperature=100.0,
         ...                         generator=torch.Generator().manual_seed(0))

@@ -33,8 +33,9 @@ from typing import Any
 
 import torch
 
-from agents.base import BanditAgent, chosen_rows, env_horizon
+from agents.base import CHECK_ROUNDS, BanditAgent, chosen_rows, env_horizon
 from agents.models import linear_scores, matvec
+from agents.propensity import uniform_over_maximisers
 from agents.uniform import uniform_arms
 from bandit_gym.rng import Stream
 
@@ -206,6 +207,8 @@ class _RidgeStatistics:
         (and ``V^-1`` from ``V``) when the next round is a power of 2."""
         x = x.double()
         self.gram = self.gram + x.unsqueeze(2) * x.unsqueeze(1)
+        if self.t % CHECK_ROUNDS == 0:
+            self._check_learned(self.t)
         if not self.scale_features:
             return
         self.arm_features.record(z)
@@ -215,6 +218,11 @@ class _RidgeStatistics:
             self.gram = self.gram + torch.diag_embed(prior.double() - self.prior.double())
             self.prior = prior
             self._set_inverse(self.gram)
+
+    def _check_learned(self, last_round: int) -> None:
+        """The ridge estimate checked for NaN or Inf (once per :data:`agents.base.CHECK_ROUNDS` rounds in a loop:
+        a NaN or Inf in the statistics stays there, so a later check still finds it)."""
+        self._check_finite(self.theta_hat, "the ridge estimate theta_hat", by_round=last_round)
 
     def _statistics_state(self) -> dict[str, torch.Tensor]:
         return {"gram": self.gram, "prior": self.prior, "moment": self.moment, "theta_hat": self.theta_hat,
@@ -236,6 +244,8 @@ class _RidgeAgent(_RidgeStatistics, BanditAgent):
         intercept: Add a constant per arm (a one-hot of the arm's index) to the features: None where the
             arms are one-hot blocks, True always, False never.
         scale_features: Penalise each feature by its mean square (``D`` above) instead of 1.
+
+    Keyword Args:
         seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
     """
 
@@ -256,7 +266,6 @@ class _RidgeAgent(_RidgeStatistics, BanditAgent):
         x = chosen_rows(z, actions)  # (R, p)
         self.gram_inverse, self.moment, self.theta_hat = ridge_update(self.gram_inverse, self.moment, x, rewards)
         self._record(z, x)
-        self._check_finite(self.theta_hat, "the ridge estimate theta_hat")
 
     def _state(self) -> dict[str, torch.Tensor]:
         return {"gram_inverse": self.gram_inverse, **self._statistics_state()}
@@ -275,6 +284,11 @@ class LinUCB(_RidgeAgent):
     ``c`` tuned at ``d = 20`` over-explored one-hot-block arms of ``d = 63``). In round 1,
     ``log 1 = 0`` and ``theta_hat = 0``: the first arm is uniformly random.
 
+    When to use it:
+        Linear rewards with a new arm set every round (LinearBandit-v0), where it is the lowest at its defaults, and
+        your own features whose scales are unknown. One of the cheapest rounds. Measured: docs/agents.md, "Choosing an
+        agent".
+
     Args:
         env: The env, or None with ``n_arms``, ``dim`` (and ``num_replicas``).
         exploration_scale: ``c >= 0`` in ``nu_t``, in units of the reward; 0 plays greedily. A number or
@@ -283,6 +297,8 @@ class LinUCB(_RidgeAgent):
         intercept: Add a constant per arm to its features: None (default) where the arms are one-hot
             blocks (:func:`one_hot_blocks`, checked each round), True always, False never.
         scale_features: Penalise each feature by its mean square over the rows shown (default True).
+
+    Keyword Args:
         seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
 
     References:
@@ -304,6 +320,11 @@ class LinUCB(_RidgeAgent):
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
         z = self.features(contexts)
         return self._argmax(ucb_scores(z, self.theta_hat, self.gram_inverse, self.bonus_scale()))  # (R,)
+
+    def exact_probabilities(self, contexts: torch.Tensor) -> torch.Tensor:
+        """``1 / #maximisers`` of the upper confidence bound, else 0, ``(R, K)`` float64."""
+        z = self.features(contexts)
+        return uniform_over_maximisers(ucb_scores(z, self.theta_hat, self.gram_inverse, self.bonus_scale()))
 
 
 class EpsilonGreedyRule:
@@ -329,6 +350,10 @@ class EpsGreedy(EpsilonGreedyRule, _RidgeAgent):
     and otherwise ``argmax_z z^T theta_hat`` (ties at random). ``c`` is validated, never clipped; the
     ``min`` is part of the schedule.
 
+    When to use it:
+        A simple baseline for linear rewards. With a fixed arm set some of its seeds stay on a wrong arm for thousands
+        of rounds: prefer LinUCB or LinTS there. Measured: docs/agents.md, "Choosing an agent".
+
     Args:
         env: The env, or None with ``n_arms``, ``dim`` (and ``num_replicas``).
         exploration_scale: ``c >= 0`` in ``epsilon_t``; 0 is pure greedy. A number or one per replica.
@@ -336,6 +361,8 @@ class EpsGreedy(EpsilonGreedyRule, _RidgeAgent):
         intercept: Add a constant per arm to its features: None (default) where the arms are one-hot
             blocks (:func:`one_hot_blocks`, checked each round), True always, False never.
         scale_features: Penalise each feature by its mean square over the rows shown (default True).
+
+    Keyword Args:
         seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
 
     References:
@@ -350,6 +377,13 @@ class EpsGreedy(EpsilonGreedyRule, _RidgeAgent):
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
         return self._epsilon_greedy(self._argmax(linear_scores(self.features(contexts), self.theta_hat)))  # (R,)
 
+    def exact_probabilities(self, contexts: torch.Tensor) -> torch.Tensor:
+        """``epsilon_t / K + (1 - epsilon_t) 1[k greedy] / #greedy``, ``(R, K)`` float64 (the random arm is
+        ``floor(u K)`` with ``u`` a multiple of ``2^-24``: uniform up to ``K 2^-24``)."""
+        epsilon = self.exploration_rate().double()[:, None]  # (R, 1)
+        greedy = uniform_over_maximisers(linear_scores(self.features(contexts), self.theta_hat))  # (R, K)
+        return epsilon / contexts.shape[1] + (1 - epsilon) * greedy
+
 
 class LinTS(_RidgeStatistics, BanditAgent):
     """Linear Thompson sampling: play the best arm for a draw from ``N(theta_hat, v^2 V^-1)``.
@@ -359,6 +393,10 @@ class LinTS(_RidgeStatistics, BanditAgent):
     features (module docstring). ``v = c sqrt(log T)`` with ``T`` the horizon: ``c`` is in units of
     the reward and ``v`` does not grow with the dimension.
 
+    When to use it:
+        Linear rewards, in particular with a fixed arm set (LinearBanditFixed-v0), where only LMC-TS is lower at the
+        defaults; a round as cheap as LinUCB's. Measured: docs/agents.md, "Choosing an agent".
+
     Args:
         env: The env, or None with ``n_arms``, ``dim`` (and ``num_replicas``).
         exploration_scale: ``c >= 0`` in ``v``; 0 plays greedily. A number or one per replica.
@@ -367,6 +405,8 @@ class LinTS(_RidgeStatistics, BanditAgent):
         intercept: Add a constant per arm to its features: None (default) where the arms are one-hot
             blocks (:func:`one_hot_blocks`, checked each round), True always, False never.
         scale_features: Penalise each feature by its mean square over the rows shown (default True).
+
+    Keyword Args:
         seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
 
     References:
@@ -409,7 +449,6 @@ class LinTS(_RidgeStatistics, BanditAgent):
         self.gram_inverse_root, self.moment, self.theta_hat = potter_update(self.gram_inverse_root, self.moment, x,
                                                                             rewards)
         self._record(z, x)
-        self._check_finite(self.theta_hat, "the ridge estimate theta_hat")
 
     def _state(self) -> dict[str, torch.Tensor]:
         return {"gram_inverse_root": self.gram_inverse_root, **self._statistics_state()}

@@ -53,12 +53,14 @@ NEURAL_DEFAULTS = {"step_size": 0.01, "inverse_temperature": "auto", "lambda_reg
 #: temperature at which ``lambda_reg`` sets its prior, ``N(0, 1 / (2 beta_0 lambda))`` (``LMCTS``).
 PRIOR_INVERSE_TEMPERATURE = 0.5
 #: The logistic model's budget: ``K`` Langevin steps on mini-batches of ``B`` rows (flat cost per round;
-#: the full-batch chain is ``batch_size=None``), measured in docs/agents.md ("GLM model"); since 2026-11-27 on the
-#: linear model's scaled features at ``eta_t = eta_0 / lambda_max(S V_t S)``, ``V_t = lambda D + sum z z^T / 8``.
+#: the full-batch chain is ``batch_size=None``), measured in ``benchmarks/results/grid_glm.md`` ("LMC-TS's GLM
+#: budget and round cost"); on the linear model's scaled features at ``eta_t = eta_0 / lambda_max(S V_t S)``,
+#: ``V_t = lambda D + sum z z^T / 8``.
 GLM_DEFAULTS = {"n_inner_steps": 20, "batch_size": 64, "step_schedule": "inverse_lambda_max", "step_size": 0.05}
 #: The linear model: the paper's K = 100 steps, each O(d^2) whatever the history (no batch_size), at the step of
 #: the paper's Theorem 4.2, ``eta_t = 1 / (4 lambda_max(V_t))``, on features scaled by their root mean square
-#: (``scale_features``; ``V_t`` is then ``S V_t S``). ``LMCTS``'s docstring and docs/agents.md say why and what it did.
+#: (``scale_features``; ``V_t`` is then ``S V_t S``). ``LMCTS``'s docstring and docs/agents.md say why;
+#: ``benchmarks/results/linear_grid.md`` ("LMC-TS's linear defaults: the grids behind them") what it measured.
 LINEAR_DEFAULTS = {"n_inner_steps": 100, "batch_size": None, "step_schedule": "inverse_lambda_max",
                    "preconditioner": "none", "step_size": 0.25}
 
@@ -181,9 +183,9 @@ class LMCTS(BanditAgent):
     square it diverged in round 2; on their raw features it lost to LinUCB by 25-95%). Round 1 plays ``theta = 0``
     (an arm at random): the scales, and with them the prior, are unknown before a row is shown. The paper's chain
     is ``step_schedule="inverse_t"`` (then ``scale_features`` defaults to False, ``eta_0 = 0.3``) with
-    ``intercept=False``. Measured (``docs/agents.md``, "Linear model since 2026-11-27"): the UCI sets at 5 seeds
-    x 5,000 rounds 605 / 1,331 / 495 -> 476 / 1,068 / 249 (Shuttle, MagicTelescope, Mushroom), level with
-    LinUCB; the paper's synthetic settings unchanged or lower. **The GLM** (``model="glm"``) has the same features,
+    ``intercept=False``. Measured (``benchmarks/results/linear_grid.md``, "LMC-TS's linear defaults: the grids
+    behind them"): on the UCI sets level with LinUCB, on the paper's synthetic settings as low as the paper's chain or
+    lower. **The GLM** (``model="glm"``) has the same features,
     penalty and preconditioner, and steps by ``eta_0 / lambda_max(S V_t S)`` with ``V_t = lambda D + (1/8) sum z
     z^T`` (its loss's Hessian is at most ``2 V_t``: ``mu' <= 1/4``), ``eta_0 = 0.05`` (chosen on
     ``LogisticBandit-v0``), on its mini-batches; the paper's chain is ``step_schedule="inverse_t"``
@@ -249,6 +251,12 @@ class LMCTS(BanditAgent):
     quadratic bandit (``sigma = 1``) it ends near 0.4 and every seed of 0-9 still learns, at a higher cumulative
     regret (more exploration in the first rounds).
 
+    When to use it:
+        The first choice where the reward model is not known to be linear: the linear model on linear rewards (lowest
+        with a fixed arm set), ``model="mlp"`` on nonlinear rewards and on classification data (lowest on Shuttle-v0 and
+        Mushroom-v0 at its defaults). A round runs ``n_inner_steps`` gradient steps: where seconds matter more than
+        regret, LinUCB or LinTS. Measured: docs/agents.md, "Choosing an agent".
+
     Args:
         env: The env (single or vector) the agent is sized for; None with ``n_arms``,
             ``dim`` (and ``num_replicas``).
@@ -291,7 +299,11 @@ class LMCTS(BanditAgent):
         step_bound: Cap on ``eta_k lambda_max(M H_k)`` for each mini-batch step (above; a number ``> 0``), or
             None for no cap. ``"auto"``: 1 for neural models, None otherwise (only neural models accept one).
         train_every: Run the chain every ``n`` rounds only (``n >= 1``); between, keep the sample.
-        seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
+        seed: See :class:`agents.base.BanditAgent`.
+        device: See :class:`agents.base.BanditAgent`.
+        n_arms: See :class:`agents.base.BanditAgent`.
+        dim: See :class:`agents.base.BanditAgent`.
+        num_replicas: See :class:`agents.base.BanditAgent`.
 
     Raises:
         DivergenceError: From ``learn``/``update`` when the parameters become NaN or Inf
@@ -441,7 +453,16 @@ class LMCTS(BanditAgent):
     def feature_scale(self) -> torch.Tensor | None:
         """``S = D^(-1/2)`` ``(R, p)`` of the ``D`` in force (renewed at rounds 2, 4, 8, ...: :attr:`scales`) with
         ``scale_features``, else None. The chain is preconditioned by ``M = S^2``: it runs on the features ``S z``."""
-        return self.scales.rsqrt() if self.scale_features else None
+        return self._feature_scale if self.scale_features else None
+
+    @property
+    def scales(self) -> torch.Tensor:
+        """``D`` ``(R, p)`` with ``scale_features``; setting it also makes :meth:`feature_scale`'s ``D^(-1/2)``."""
+        return self._scales
+
+    @scales.setter
+    def scales(self, value: torch.Tensor) -> None:
+        self._scales, self._feature_scale = value, value.rsqrt()
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
         return self._argmax(self.model.scores(self.theta, self.features(contexts)))  # (R,)
@@ -569,7 +590,7 @@ class LMCTS(BanditAgent):
         so the difference is added (zero at a fixed temperature). With ``2 lambda`` kept instead, a direction the
         data do not reach (the weights of an arm never played) moved ``beta_t / beta_0`` times slower than its
         own curvature allows, 200-600 times on 0/1 rewards, and a seed could keep an early bad draw of an arm's
-        weights for thousands of rounds (``docs/agents.md``, "Preconditioner and temperature")."""
+        weights for thousands of rounds (``docs/agents.md``, "The preconditioner")."""
         ridge_change = 2.0 * (self.model.lambda_reg - self.lambda_reg)[:, None]  # (R, 1)
         played = self.curvature + ridge_change
         current = 2.0 * self.model.lambda_reg[:, None] + 2.0 * self.model.gradient_squares(theta, batch)  # (R, p)

@@ -205,6 +205,10 @@ class NeuralUCB(_DiagonalAgent):
     See :class:`_NeuralAgent` for the arguments (``exploration_scale`` is ``nu``; the paper's
     ``1/sqrt(m)`` factor of the width is absorbed into it).
 
+    When to use it:
+        Nonlinear rewards, as the neural UCB baseline; on the UCI data at the defaults it is behind
+        ``LMCTS(model="mlp")`` and NeuralLinUCB. Measured: docs/agents.md, "Choosing an agent".
+
     References:
         Zhou, Li and Gu (2020), "Neural contextual bandits with UCB-based exploration", ICML.
     """
@@ -228,6 +232,10 @@ class NeuralTS(_DiagonalAgent):
 
     One independent normal per arm and round (stream ``SAMPLE``); diagonal ``Z``. See
     :class:`_NeuralAgent` for the arguments (``exploration_scale`` is ``nu``).
+
+    When to use it:
+        Nonlinear rewards (QuadraticBandit-v0), a first choice there with ``LMCTS(model="mlp")``; on the UCI data at the
+        defaults it is behind both LMC-TS and NeuralLinUCB. Measured: docs/agents.md, "Choosing an agent".
 
     References:
         Zhang, Zhou, Li and Gu (2021), "Neural Thompson sampling", ICLR.
@@ -256,6 +264,10 @@ class NeuralLinUCB(_WidthAgent):
     over the played arms (with the features of the round they were played), kept as ``A^-1``
     by Sherman-Morrison. The whole network is trained by gradient descent. Needs the MLP model.
     See :class:`_NeuralAgent` for the arguments (``exploration_scale`` is ``alpha``).
+
+    When to use it:
+        Nonlinear rewards and classification data: the lowest of the neural baselines on the UCI data at the defaults,
+        next to ``LMCTS(model="mlp")``. Measured: docs/agents.md, "Choosing an agent".
 
     References:
         Xu, Wen, Zhao and Gu (2022), "Neural contextual bandits with deep representation and
@@ -295,6 +307,10 @@ class NeuralEpsGreedy(EpsilonGreedyRule, _NeuralAgent):
 
     Coins and random arms from stream ``EXPLORE``. See :class:`_NeuralAgent` for the arguments
     (``exploration_scale`` is ``c``).
+
+    When to use it:
+        A simple neural baseline (a greedy network and random rounds); on the UCI data at the defaults it is behind
+        NeuralLinUCB and ``LMCTS(model="mlp")``. Measured: docs/agents.md, "Choosing an agent".
 
     References:
         Riquelme, Tucker and Snoek (2018), "Deep Bayesian bandits showdown", ICLR.

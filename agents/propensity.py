@@ -1,13 +1,14 @@
 """The probability an agent gives each arm in the current round: logging propensities and target policies.
 
 :meth:`agents.base.BanditAgent.action_probabilities` calls :func:`action_probabilities`. Where the rule
-gives the probabilities in closed form they are exact:
+gives the probabilities in closed form, the agent's ``exact_probabilities(contexts)`` answers them (the base
+class answers None):
 
 * :class:`agents.UniformRandom`: ``1 / K``;
 * :class:`agents.EpsGreedy`: ``epsilon_t / K + (1 - epsilon_t) 1[k greedy] / #greedy`` (the random arm is
   ``floor(u K)`` with ``u`` a multiple of ``2^-24``: uniform up to ``K 2^-24``);
 * :class:`agents.LinUCB` and :class:`agents.nonstationary` 's LinUCBs: ``1 / #maximisers`` of the upper
-  confidence bound (ties are broken uniformly), else 0.
+  confidence bound (ties are broken uniformly, :func:`uniform_over_maximisers`), else 0.
 
 Every other agent is estimated by Monte Carlo over ``n_samples`` fresh draws of its randomness in this
 round (its random streams re-keyed, ``self.t`` unchanged): an agent that samples in ``_select`` (LinTS,
@@ -29,32 +30,10 @@ from bandit_gym import rng
 from bandit_gym.rng import Stream
 
 
-def _maximisers(scores: torch.Tensor) -> torch.Tensor:
-    """Uniform over each row's maximisers: ``(R, K) -> (R, K)`` probabilities."""
+def uniform_over_maximisers(scores: torch.Tensor) -> torch.Tensor:
+    """Uniform over each row's maximisers (an argmax with ties broken at random): ``(R, K) -> (R, K)`` float64."""
     best = scores == scores.amax(dim=1, keepdim=True)  # (R, K)
     return best.double() / best.sum(dim=1, keepdim=True)
-
-
-def exact_probabilities(agent, contexts: torch.Tensor) -> torch.Tensor | None:
-    """The closed-form probabilities ``(R, K)`` float64 of the rules above, or None for another agent."""
-    from agents.linear import EpsGreedy, LinUCB, linear_scores, ucb_scores
-    from agents.nonstationary import _ForgettingLinUCB
-    from agents.uniform import UniformRandom
-
-    R, K = contexts.shape[:2]
-    if type(agent) is UniformRandom:
-        return torch.full((R, K), 1.0 / K, dtype=torch.float64, device=contexts.device)
-    if type(agent) is EpsGreedy:
-        epsilon = agent.exploration_rate().double()[:, None]  # (R, 1)
-        greedy = _maximisers(linear_scores(agent.features(contexts), agent.theta_hat))
-        return epsilon / K + (1 - epsilon) * greedy
-    if type(agent) is LinUCB:
-        z = agent.features(contexts)
-        return _maximisers(ucb_scores(z, agent.theta_hat, agent.gram_inverse, agent.bonus_scale()))
-    if isinstance(agent, _ForgettingLinUCB):
-        z = agent.features(contexts)
-        return _maximisers(ucb_scores(z, agent.theta_hat, agent.width_matrix, agent.bonus_scale()))
-    return None
 
 
 def monte_carlo_probabilities(agent, contexts: torch.Tensor, n_samples: int) -> torch.Tensor:
@@ -83,7 +62,7 @@ def action_probabilities(agent, contexts: torch.Tensor, n_samples: int = 1000) -
     """``(probabilities, standard_errors)``, ``(R, K)`` float64 each; the errors are 0 where exact."""
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
         raise ValueError(f"n_samples must be an integer >= 1 (Monte Carlo draws), got {n_samples!r}")
-    exact = exact_probabilities(agent, contexts)
+    exact = agent.exact_probabilities(contexts)
     if exact is not None:
         return exact, torch.zeros_like(exact)
     estimate = monte_carlo_probabilities(agent, contexts, n_samples)

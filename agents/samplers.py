@@ -150,7 +150,12 @@ class MALATS(_MetropolisAgent):
     ``exp(-beta L_t)`` invariant exactly, whatever the step size: the step size trades acceptance against move
     length. Costs one gradient and one loss per step (LMC-TS: one gradient).
 
-    Args:
+    When to use it:
+        Where the chain's limit must be the posterior itself (the Metropolis test removes the step size's bias). It
+        needs the full-batch loss, so with a data history a round costs ``O(t)``. It leads on Shuttle-v0 with HMC-TS and
+        ties or trails LMC-TS elsewhere. Measured: docs/samplers.md, "Verdict".
+
+    Keyword Args:
         batch_size: Must be None: the Metropolis test needs the full-batch loss.
         Others: as :class:`agents.lmcts.LMCTS` (``model``, ``step_size``, ``inverse_temperature``,
             ``n_inner_steps``, ``lambda_reg``, ``step_schedule``, ``preconditioner``, ...).
@@ -202,9 +207,15 @@ class HMCTS(_MetropolisAgent):
     mixes (measured: with ``L = 3`` and ``eta = 0.1`` on the tests' posterior, a variance 2x too large). The
     chain leaves ``exp(-beta L_t)`` invariant exactly. Costs ``n_leapfrog`` gradients and one loss per proposal.
 
+    When to use it:
+        Neural models where full-batch gradients are affordable: the one sampler never behind LMC-TS on the MLPs
+        measured, at a time comparable to LMC-TS's. Measured: docs/samplers.md, "Verdict".
+
     Args:
         n_leapfrog: Leapfrog steps per proposal ``L`` (>= 1; one value for all replicas).
         step_jitter: ``j`` in ``[0, 1)``, a number or one per replica (default 0.2).
+
+    Keyword Args:
         batch_size: Must be None: the Metropolis test needs the full-batch loss.
         Others: as :class:`agents.lmcts.LMCTS`; ``n_inner_steps`` counts proposals.
 
@@ -268,6 +279,10 @@ class ULMCTS(_ChainAgent):
     that ``step_size`` has LMC-TS's scale (``eta`` times the curvature is the stability number of both
     chains) and its schedules. Step-size bias remains (it shrinks with ``h``); mini-batch gradients are allowed.
 
+    When to use it:
+        Linear and logistic models: the lowest fixed-arm result at both horizons measured, and among the lowest on the
+        logistic problem. Avoid it on the MLPs at the grids measured. Measured: docs/samplers.md, "Verdict".
+
     Args:
         friction: ``gamma h > 0``, the friction per step, a number or one per replica (default 1): a step damps
             the velocity by ``exp(-friction)`` whatever the schedule (``gamma = friction / h``, so that the
@@ -276,6 +291,8 @@ class ULMCTS(_ChainAgent):
         step_schedule: ``"inverse_t"`` (default, for every model: without LMC-TS's neural preconditioner the
             loss's curvature grows with the rounds, and a constant step diverged within 5 rounds on
             QuadraticBandit-v0) or ``"constant"``.
+
+    Keyword Args:
         Others: as :class:`agents.lmcts.LMCTS`.
 
     References:
@@ -491,11 +508,19 @@ class FGLMCTS(_ChainAgent):
     ``O(K d)`` per step, with a new set every round ``O(B K d)`` (``docs/samplers.md``).
     ``lambda_fg = 0`` is LMC-TS, draw for draw (bit for bit).
 
+    When to use it:
+        Linear or logistic rewards with a fixed arm set, where its feel-good term moved the regret below LMC-TS's,
+        within noise. Avoid it on neural models at the grids measured; with a new arm set every round it is the most
+        expensive agent. Measured: docs/samplers.md, "Verdict".
+
     Args:
-        lambda_fg: ``lambda_fg >= 0``, a number or one per replica (default 0.01: on LinearBanditFixed-v0, 10
-            seeds, regret 70 +- 12 against LMC-TS's 86 +- 18; 0.1 gave 145 +- 18, benchmarks/results/samplers.md).
+        lambda_fg: ``lambda_fg >= 0``, a number or one per replica (default 0.01, chosen on LinearBanditFixed-v0
+            at 10 seeds: ``benchmarks/results/samplers.md``, the table "Re-measured after a warm-up" and its
+            "Verdict (at this size: one problem each, 10 seeds, defaults, no grid)").
         feel_good_cap: ``b``, the cap of the best predicted reward (an upper bound of the rewards; default 1).
             For ``model="glm"`` ``f`` is the logit.
+
+    Keyword Args:
         Others: as :class:`agents.lmcts.LMCTS`.
 
     References:
@@ -563,9 +588,9 @@ ENSEMBLE_NEURAL_INVERSE_TEMPERATURE = 0.5
 #: VITS's neural ``beta``. Its diagonal Gaussian puts independent noise of variance ``1 / (beta U_ii)`` on every
 #: weight, about the prior's ``1 / (2 beta lambda)`` on the many weights whose Gauss-Newton curvature stays near
 #: ``2 lambda``; LMC-TS's joint noise at ``beta = 0.5`` keeps its networks consistent, VITS's independent noise
-#: does not. Measured (QuadraticBandit-v0, 20-20-20 MLP, defaults otherwise, T = 1,000, seeds 0-9; uniform random
-#: 2,387 +- 8): beta 0.5 1,731 +- 213 (4 seeds at uniform random's level), 1 1,100 +- 160, 2 660 +- 63 (every
-#: seed learnt), 5 795 +- 39, 20 1,010 +- 25, 200 1,004 +- 51; LMC-TS at its defaults 838 +- 31.
+#: does not. Chosen on QuadraticBandit-v0 (20-20-20 MLP, defaults otherwise, T = 1,000, seeds 0-9): the lowest
+#: regret of the betas tried, with every seed learning (``benchmarks/results/samplers.md``, "VITS on the MLP: the
+#: measurements behind its neural update", item 3).
 VITS_NEURAL_INVERSE_TEMPERATURE = 2.0
 
 
@@ -580,14 +605,27 @@ class EnsembleSampling(BanditAgent):
     gradient steps of size ``eta_t`` per round from the last fit. Round ``t`` plays the greedy arm of a member drawn
     uniformly (stream ``EXPLORE``). The ``R M`` members are one batch of the model (``R M`` model replicas).
 
+    When to use it:
+        The linear model, where each member is an exact sample and the round is the cheapest of the samplers; with an
+        MLP it leads on Mushroom-v0 but falls behind on Shuttle-v0. Measured: docs/samplers.md, "Verdict".
+
     Args:
-        model, model_kwargs, lambda_reg, inverse_temperature, n_inner_steps: as :class:`agents.lmcts.LMCTS`
-            (the same defaults, except ``inverse_temperature`` 0.5 for neural models: a number only).
-        step_size, step_schedule: ``eta_0`` and ``"inverse_t"`` (default: ``eta_t = eta_0 / t``, a fixed step on
-            the mean loss) or ``"constant"``; ``eta_0`` defaults to LMC-TS's (linear 0.3, glm 0.9) and to 0.05 for
-            neural models. Unused by the linear model (solved exactly).
+        model: As :class:`agents.lmcts.LMCTS` (the same default).
+        model_kwargs: As :class:`agents.lmcts.LMCTS` (the same default).
+        lambda_reg: As :class:`agents.lmcts.LMCTS` (the same default).
+        inverse_temperature: As :class:`agents.lmcts.LMCTS` (the same default, except 0.5 for neural models:
+            a number only).
+        n_inner_steps: As :class:`agents.lmcts.LMCTS` (the same default).
+        step_size: ``eta_0``; defaults to LMC-TS's (linear 0.3, glm 0.9) and to 0.05 for neural models. Unused
+            by the linear model (solved exactly).
+        step_schedule: ``"inverse_t"`` (default: ``eta_t = eta_0 / t``, a fixed step on the mean loss) or
+            ``"constant"``. Unused by the linear model.
         n_members: ``M >= 1`` (default 10).
-        seed, device, n_arms, dim, num_replicas: See :class:`agents.base.BanditAgent`.
+        seed: See :class:`agents.base.BanditAgent`.
+        device: See :class:`agents.base.BanditAgent`.
+        n_arms: See :class:`agents.base.BanditAgent`.
+        dim: See :class:`agents.base.BanditAgent`.
+        num_replicas: See :class:`agents.base.BanditAgent`.
 
     References:
         Lu and Van Roy (2017), "Ensemble Sampling", NeurIPS. Osband, Aslanides and Cassirer (2018),
@@ -700,26 +738,34 @@ class VITS(_ChainAgent):
 
         mu  <- mu - eta M E_q[grad L],      s^2 <- (1 - eta)^2 s^2 + 2 eta M / beta     (-> 1 / (beta U_t))
 
-    Why each (QuadraticBandit-v0, 20-20-20 MLP, 10 seeds; uniform random 1,191 at T = 500, 2,387 at T = 1,000):
-    the plain chain (``eta_0 / t``, Stein's ``h``, prior at 0) stayed at uniform random's regret (1,190 +- 8 at
-    T = 500, ``benchmarks/results/samplers.md``), and so did the preconditioned one with Stein's ``h`` (1,193 +- 7):
+    Why each (QuadraticBandit-v0, 20-20-20 MLP, 10 seeds; the figures: ``benchmarks/results/samplers.md``, "VITS on
+    the MLP: the measurements behind its neural update"): the plain chain (``eta_0 / t``, Stein's ``h``, prior at
+    0) stayed at uniform random's regret, and so did the preconditioned one with Stein's ``h``:
     at the wide ``s`` of the early rounds Stein's ``h`` is the Hessian of random networks, near ``2 lambda``, and
     ``s^2`` stayed near the prior's 0.5; with ``h = U_t`` it still stayed near 0.35 (most weights' curvature is
     near ``2 lambda``) and the smoothed loss ``E_q[L]`` shrank the mean towards zero. At a cold ``beta`` (200,
     1,000) the noise is small, but the ridge term then decays every weight the data do not support to zero and
-    half the seeds end as a dead network at uniform random's level (1,869 +- 245, 1,743 +- 258 at T = 1,000).
+    half the seeds end as a dead network at uniform random's level.
     Centred at ``theta_0``, such weights relax to the initial network instead, and every seed learns at
-    ``beta = 2`` (660 +- 63; ``VITS_NEURAL_INVERSE_TEMPERATURE``). The round's sample is
+    ``beta = 2`` (``VITS_NEURAL_INVERSE_TEMPERATURE``). The round's sample is
     ``theta = mu + s z'``. For a Gaussian target the mean update is exact gradient descent and ``E[s^2]``
     converges to ``(2 / beta) (2 diag(H) - eta (2 diag(H)^2 + H o H))^-1 1`` (``H`` the Hessian, ``o`` the
     entrywise product): the mean-field variance ``1 / (beta H_ii)`` up to ``O(eta)``; like every mean-field
     approximation it underestimates the posterior's spread along correlated directions.
 
+    When to use it:
+        Logistic rewards (nominally among the lowest there). Avoid it with a fixed linear arm set, where it is the
+        highest at every grid point measured. Measured: docs/samplers.md, "Verdict".
+
     Args:
         initial_variance: ``s^2`` of round 1, a number or one per replica (default ``1 / (2 beta lambda)``: the
             prior's variance).
-        preconditioner, step_schedule: as :class:`agents.lmcts.LMCTS` (None: ``"diagonal"`` and ``"constant"``
-            for neural models, ``"none"`` and ``"inverse_t"`` otherwise).
+        preconditioner: As :class:`agents.lmcts.LMCTS` (None: ``"diagonal"`` for neural models, ``"none"``
+            otherwise).
+        step_schedule: As :class:`agents.lmcts.LMCTS` (None: ``"constant"`` for neural models, ``"inverse_t"``
+            otherwise).
+
+    Keyword Args:
         inverse_temperature: as :class:`agents.lmcts.LMCTS`, but None for a neural model is
             ``VITS_NEURAL_INVERSE_TEMPERATURE`` (2), not 0.5.
         Others: as :class:`agents.lmcts.LMCTS` (``step_size``, ``lambda_reg``,

@@ -18,10 +18,20 @@ def uniform_arms(u: torch.Tensor, n_arms: int) -> torch.Tensor:
 
 
 class UniformRandom(BanditAgent):
-    """Plays an arm drawn uniformly at random every round; learns nothing."""
+    """Plays an arm drawn uniformly at random every round; learns nothing.
+
+    When to use it:
+        A reference line: the regret of playing without learning, which every agent is measured against (docs/agents.md,
+        docs/samplers.md).
+    """
 
     def _select(self, contexts: torch.Tensor) -> torch.Tensor:
         return uniform_arms(self._draws("uniform", Stream.EXPLORE, ()).to(self.device), self.n_arms)  # (R,)
+
+    def exact_probabilities(self, contexts: torch.Tensor) -> torch.Tensor:
+        """``1 / K`` for every arm, ``(R, K)`` float64."""
+        R, K = contexts.shape[:2]
+        return torch.full((R, K), 1.0 / K, dtype=torch.float64, device=contexts.device)
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         pass

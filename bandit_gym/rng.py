@@ -26,23 +26,24 @@ References:
 from __future__ import annotations
 
 import enum
-import functools
 import math
 import numbers
 from collections.abc import Callable, Iterable, Sequence
 
 import torch
 
+from bandit_gym import _rng_kernels as kernels
+
 __all__ = [
-    "Stream", "seed_to_key", "next_episode_key", "random_words", "uniform", "normal", "unit_normal",
-    "permutation", "BlockDraws", "mix64",
+    "Stream", "seed_to_key", "next_episode_key", "random_words", "uniform", "normal", "approx_normal",
+    "unit_normal", "permutation", "BlockDraws", "mix64",
 ]
 
-# SplitMix64 constants as signed int64 (torch has no uint64 arithmetic).
-_GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)
-_MUL1 = 0xBF58476D1CE4E5B9 - (1 << 64)
-_MUL2 = 0x94D049BB133111EB - (1 << 64)
-_MASK64 = (1 << 64) - 1
+# SplitMix64 constants (bandit_gym._rng_kernels.GOLDEN, ...) as signed int64: torch has no uint64 arithmetic.
+_GOLDEN = kernels.GOLDEN - (1 << 64)
+_MUL1 = kernels.MUL1 - (1 << 64)
+_MUL2 = kernels.MUL2 - (1 << 64)
+_MASK64 = kernels.MASK64
 
 
 class Stream(enum.IntEnum):
@@ -79,8 +80,8 @@ def mix64(x: torch.Tensor) -> torch.Tensor:
 
 def _mix64_int(x: int) -> int:
     """:func:`mix64` on one Python integer in ``[0, 2**64)``."""
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    x = ((x ^ (x >> 30)) * kernels.MUL1) & _MASK64
+    x = ((x ^ (x >> 27)) * kernels.MUL2) & _MASK64
     return x ^ (x >> 31)
 
 
@@ -126,14 +127,6 @@ def next_episode_key(keys: torch.Tensor) -> torch.Tensor:
     return mix64(keys ^ mix64(torch.full_like(keys, int(Stream.EPISODE))))
 
 
-@functools.cache
-def _compiled():
-    """``bandit_gym._kernels`` (imported on first use: it imports this module)."""
-    from bandit_gym import _kernels
-
-    return _kernels
-
-
 def _offset(stream: int, counter: int) -> int:
     """Pseudo-random 64-bit start of block ``(stream, counter)``, as a signed int64 value."""
     return _as_int64(_mix64_int(((int(stream) << 40) + counter) & _MASK64))
@@ -143,10 +136,10 @@ def random_words(keys: torch.Tensor, stream: int, counter: int, n: int) -> torch
     """``n`` random 64-bit words per replica of block ``(stream, counter)``: ``(R,)`` -> ``(R, n)`` int64.
 
     Word ``j`` is ``mix64(key + offset(stream, counter) + j golden)``. On CPU with compiled kernels on
-    (``BANDIT_GYM_KERNELS``) a loop computes the same integers (``bandit_gym._kernels.random_words``).
+    (``BANDIT_GYM_KERNELS``) a loop computes the same integers (``bandit_gym._rng_kernels.random_words``).
     """
-    if keys.device.type == "cpu" and _compiled().enabled():
-        return _compiled().random_words(keys, stream, counter, n)
+    if keys.device.type == "cpu" and kernels.enabled():
+        return kernels.random_words(keys, _offset(stream, counter), n)
     index = torch.arange(n, dtype=torch.int64, device=keys.device) * _GOLDEN  # (n,)
     return mix64((keys + _offset(stream, counter))[:, None] + index)  # (R, n)
 
@@ -173,6 +166,18 @@ def _box_muller(keys: torch.Tensor, stream: int, counter: int, n: int) -> torch.
 def normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
     """Standard normal float32 draws ``(R, *shape)``: float64 Box-Muller rounded once."""
     return _box_muller(keys, stream, counter, math.prod(shape)).float().reshape(len(keys), *shape)
+
+
+def approx_normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """:func:`normal`'s draws to within ``1.5e-6``, ``(R, *shape)`` float32: the agents' draws.
+
+    On CPU with compiled kernels on, a loop of the same words and formula with float32 cosines and sines
+    (``bandit_gym._rng_kernels.normal``: 8x on the agents' Langevin noise, ``docs/agents.md``); else
+    :func:`normal` itself.
+    """
+    if keys.device.type == "cpu" and kernels.enabled():
+        return kernels.normal(keys, _offset(stream, counter), shape)
+    return normal(keys, stream, counter, shape)
 
 
 def unit_normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:

@@ -10,8 +10,10 @@ the library's own loops run on one thread unless told otherwise:
   native vector envs) and the experiment runner's rounds run under :class:`policy`;
 - inside, torch uses ``threads`` intra-op threads, chosen by (first that is given) the ``threads=``
   argument (``agent.learn(..., threads=4)``, ``with policy(4):``), the environment variable
-  ``BANDIT_GYM_THREADS``, or :data:`DEFAULT_THREADS` (1: fastest for small per-round ops, idle or
-  busy); ``"torch"`` (argument or variable) leaves torch's own setting alone;
+  ``BANDIT_GYM_THREADS``, or the round's work: :data:`DEFAULT_THREADS` (1: fastest for small per-round ops,
+  idle or busy) below :data:`LARGE_WORK` floats of arithmetic a round (``policy(work=...)``; an agent's
+  ``learn`` gives its ``round_work()``), torch's own setting from there on; ``"torch"`` (argument or variable)
+  leaves torch's own setting alone;
 - on leaving, exception or not, ``torch.get_num_threads()`` is what it was before: the library
   never changes the user's setting for good;
 - in a process forked from one that had started torch's threads (an ``AsyncVectorEnv`` worker started
@@ -24,7 +26,7 @@ setting is. Cost: ``torch.set_num_threads`` is called only when the number diffe
 in another reads nothing; an outermost call (a user's own ``env.step`` loop) costs about 1-2 us, mostly
 reading the variable (2-core CPU shared with other processes; ``benchmarks/results/threads.md``).
 
-Example:
+Examples:
     >>> import torch
     >>> from bandit_gym.threads import policy
     >>> before = torch.get_num_threads()
@@ -45,13 +47,20 @@ from typing import Any, TypeVar
 
 import torch
 
-__all__ = ["DEFAULT_THREADS", "ENV_VAR", "TORCH", "policy", "resolve"]
+__all__ = ["DEFAULT_THREADS", "ENV_VAR", "LARGE_WORK", "TORCH", "policy", "resolve"]
 
 #: The environment variable that sets the library's threads: a positive integer, or ``torch``.
 ENV_VAR = "BANDIT_GYM_THREADS"
 #: Threads of the library's loops when nothing is chosen: one, what is fastest for per-round ops of
 #: bandit sizes (up to R x K x d of about 10^5 elements) whether the other cores are idle or busy.
 DEFAULT_THREADS = 1
+#: Floats of arithmetic in a round (``policy(work=...)``) from which the library's loops, when nothing else is
+#: chosen, use torch's own threads: where a round's products are large enough that more threads pay for entering
+#: torch's pool. Provisional: ``benchmarks/threads.py --work`` (LinUCB, LinTS, LMC-TS on LinearBandit-v0, K = 50,
+#: d = 20) on a 2-core CPU shared with other processes (load average about 10) found 2 threads slower than 1 at
+#: every size it ran, R = 1 to 1,000 (round work 1,400 to 1.4 million floats; LinUCB at R = 1,000: 24 times
+#: slower), so the threshold sits above them; an idle machine is where to measure where 2 threads start to pay.
+LARGE_WORK = 10_000_000
 #: The choice that leaves torch's own setting (``torch.set_num_threads``, ``OMP_NUM_THREADS``) alone.
 TORCH = "torch"
 
@@ -82,14 +91,15 @@ def _from_env() -> int | str | None:
     return _parsed_env[1]
 
 
-def resolve(threads: int | str | None = None) -> int | None:
+def resolve(threads: int | str | None = None, work: int | None = None) -> int | None:
     """The intra-op threads the library's loops use: ``threads``, else the enclosing :class:`policy`'s choice,
-    else ``$BANDIT_GYM_THREADS``, else :data:`DEFAULT_THREADS`; None for ``"torch"`` (torch's own setting).
+    else ``$BANDIT_GYM_THREADS``, else by ``work`` (floats of a round's arithmetic): :data:`DEFAULT_THREADS` below
+    :data:`LARGE_WORK` (or with no ``work``), torch's own setting from there; None for ``"torch"``.
 
     Raises:
         ValueError: ``threads`` or the variable is not a positive integer or ``"torch"``.
     """
-    choice = _choice(None if threads is None else _check("threads", threads))
+    choice = _choice(None if threads is None else _check("threads", threads), work)
     return None if choice == TORCH else choice
 
 
@@ -115,9 +125,10 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_note_threads_before_fork, after_in_parent=_clear_in_parent)
 
 
-def _choice(threads: int | str | None) -> int | str:
-    """``threads`` (already checked), else the enclosing policy's choice, else the variable's, else the default;
-    always 1 in a child forked from a threaded parent (torch's pool would hang there)."""
+def _choice(threads: int | str | None, work: int | None = None) -> int | str:
+    """``threads`` (already checked), else the enclosing policy's choice, else the variable's, else by ``work``
+    (:data:`DEFAULT_THREADS`, or torch's own setting from :data:`LARGE_WORK`); always 1 in a child forked from a
+    threaded parent (torch's pool would hang there)."""
     if _forked_after_threads:
         return 1
     if threads is not None:
@@ -125,7 +136,9 @@ def _choice(threads: int | str | None) -> int | str:
     if _chosen is not None:  # inside a policy: no need to read the environment again
         return _chosen
     from_env = _from_env()
-    return DEFAULT_THREADS if from_env is None else from_env
+    if from_env is not None:
+        return from_env
+    return TORCH if work is not None and work >= LARGE_WORK else DEFAULT_THREADS
 
 
 class policy:  # noqa: N801  (used like a function: ``with policy():``, ``@policy()``)
@@ -134,20 +147,25 @@ class policy:  # noqa: N801  (used like a function: ``with policy():``, ``@polic
 
     Args:
         threads: A positive integer, ``"torch"`` (torch's own setting), or None (the enclosing choice,
-            ``$BANDIT_GYM_THREADS`` or :data:`DEFAULT_THREADS`, read on entering).
+            ``$BANDIT_GYM_THREADS`` or the choice by ``work``, read on entering).
+        work: Floats of arithmetic in one round of the block (an agent's ``round_work()``), or None (small):
+            with nothing else chosen, :data:`DEFAULT_THREADS` below :data:`LARGE_WORK`, torch's own setting from it.
 
     Raises:
-        ValueError: ``threads`` is not one of these (at once, not on entering).
+        ValueError: ``threads`` or ``work`` is not one of these (at once, not on entering).
     """
 
-    __slots__ = ("threads", "_saved")
+    __slots__ = ("threads", "work", "_saved")
 
-    def __init__(self, threads: int | str | None = None) -> None:
+    def __init__(self, threads: int | str | None = None, work: int | None = None) -> None:
         self.threads = None if threads is None else _check("threads", threads)
+        if work is not None and (isinstance(work, bool) or not isinstance(work, int) or work < 0):
+            raise ValueError(f"work must be None or an integer >= 0 (floats of a round's arithmetic), got {work!r}")
+        self.work = work
         self._saved: list[tuple[int, int | str | None]] = []
 
     def __enter__(self) -> policy:
-        self._saved.append(_enter(self.threads))
+        self._saved.append(_enter(self.threads, self.work))
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -155,11 +173,11 @@ class policy:  # noqa: N801  (used like a function: ``with policy():``, ``@polic
 
     def __call__(self, function: F) -> F:
         """Decorate ``function`` so that every call runs under this policy."""
-        threads = self.threads
+        threads, work = self.threads, self.work
 
         @functools.wraps(function)
         def under_policy(*args: Any, **kwargs: Any) -> Any:
-            saved = _enter(threads)
+            saved = _enter(threads, work)
             try:
                 return function(*args, **kwargs)
             finally:
@@ -168,10 +186,10 @@ class policy:  # noqa: N801  (used like a function: ``with policy():``, ``@polic
         return under_policy  # type: ignore[return-value]
 
 
-def _enter(threads: int | str | None) -> tuple[int, int | str | None]:
+def _enter(threads: int | str | None, work: int | None = None) -> tuple[int, int | str | None]:
     """Apply the policy; return what :func:`_exit` needs to undo it: ``(threads to restore or 0, outer choice)``."""
     global _chosen
-    choice = _choice(threads)
+    choice = _choice(threads, work)
     outer, _chosen = _chosen, choice  # library calls made inside use the same choice
     restore = 0
     if choice != TORCH:

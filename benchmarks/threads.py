@@ -16,6 +16,7 @@ and the ratios: policy / torch (the policy's gain) and idle / busy (what a busy 
     python benchmarks/threads.py --agents neural --envs QuadraticBandit-v0 --rounds 100     # neural agents
     python benchmarks/threads.py --detours      # the kernels that dodge the pool, under the policy
     python benchmarks/threads.py --step         # a user's own env.step loop: threads and the policy's cost
+    python benchmarks/threads.py --work         # 1 against 2 threads by a round's work (the policy's threshold)
 
 ``--detours`` times, per call, the ``agents/_kernels.py`` kernels whose gain was (mostly) not waiting
 for torch's thread pool against their torch functions (``BANDIT_GYM_KERNELS=0``), both on one thread
@@ -213,6 +214,36 @@ def step_cost() -> None:
           f"its undecorated body {undecorated:.1f} us ({decorated - undecorated:+.1f} us)")
 
 
+def work_threads(rounds: int, repeats: int, replica_counts: list[int]) -> None:
+    """Seconds per 1,000 rounds of ``learn(threads=1)`` and ``learn(threads=2)`` of LinUCB, LinTS and LMC-TS on
+    LinearBandit-v0 (K = 50, d = 20) at each R, beside the round's work (``BanditAgent.round_work``) and what the
+    policy's default chooses there (:data:`bandit_gym.threads.LARGE_WORK`): where 2 threads start to pay."""
+    from bandit_gym import threads
+
+    print(f"{cpu_model()}, {os.cpu_count()} CPUs, torch {torch.__version__}, load average "
+          f"{os.getloadavg()[0]:.1f} at the start; {rounds} rounds, fastest of {repeats}; s per 1,000 rounds")
+    print("| agent | R | round work (floats) | 1 thread | 2 threads | 1 / 2 threads | default chooses | load |")
+    print("|---|---|---|---|---|---|---|---|")
+    for replicas in replica_counts:
+        for agent in ("LinUCB", "LinTS", "LMCTS"):
+            seconds, work = {}, 0
+            for n_threads in (1, 2):
+                best = float("inf")
+                for _ in range(repeats):
+                    env = make_env("LinearBandit-v0", replicas, rounds, None)
+                    agent_class, agent_kwargs = AGENTS[agent]
+                    learner = agent_class(env, seed=0, device="cpu", **agent_kwargs)
+                    learner.learn(total_timesteps=3, threads=n_threads)  # warm up
+                    start = time.perf_counter()
+                    learner.learn(total_timesteps=rounds, threads=n_threads)
+                    best = min(best, time.perf_counter() - start)
+                    work = learner.round_work()
+                seconds[n_threads] = 1000 * best / rounds
+            chosen = "torch's" if work >= threads.LARGE_WORK else "1"
+            print(f"| {agent} | {replicas} | {work:,} | {seconds[1]:.3f} | {seconds[2]:.3f} | "
+                  f"{seconds[1] / seconds[2]:.2f} | {chosen} | {os.getloadavg()[0]:.1f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=300)
@@ -226,9 +257,15 @@ def main() -> None:
                         default=Path(os.environ.get("BANDIT_GYM_TEST_OPENML_CACHE", DEFAULT_CACHE)))
     parser.add_argument("--detours", action="store_true", help="time the pool-dodging kernels instead")
     parser.add_argument("--step", action="store_true", help="time a user's own env.step loop instead")
+    parser.add_argument("--work", action="store_true", help="time 1 against 2 threads at --replicas (default "
+                        "1 10 100 1000) instead")
     args = parser.parse_args()
     groups = {"all": list(AGENTS), "neural": NEURAL}
     args.agents = list(dict.fromkeys(a for name in args.agents for a in groups.get(name, [name])))
+    if args.work:
+        replicas = args.replicas if "--replicas" in sys.argv else [1, 10, 100, 1000]
+        work_threads(args.rounds, args.repeats, replicas)
+        return
     if args.detours or args.step:
         if args.detours:
             detours()

@@ -50,6 +50,8 @@ import yaml
 from experiments import catalog
 
 if TYPE_CHECKING:
+    import gymnasium as gym
+
     from agents.grid import HyperparameterGrid
 
 TOP_LEVEL_KEYS = ("name", "description", "imports", "env", "env_kwargs", "wrappers", "horizon", "seeds", "seed",
@@ -274,7 +276,8 @@ def load_config(path: str | Path, *, seeds: int | None = None, horizon: int | No
 
     Args:
         path: The YAML file.
-        seeds, horizon: Command-line overrides (integers >= 1) or None.
+        seeds: Command-line override of the number of seeds (an integer >= 1) or None.
+        horizon: Command-line override of the horizon (an integer >= 1) or None.
         env_kwargs: Command-line keywords of the env (e.g. ``cache_dir`` of a dataset env) or None.
         check_agents: Build every agent on its batched env to check the values (no round is
             played). Off only where the caller checks them itself.
@@ -446,6 +449,53 @@ def _agent_spec(located: _Located, label: str, entry: Any) -> AgentSpec:
     return AgentSpec(label=label, agent=str(class_name), fixed=fixed, grid=grid)
 
 
+class WrapperError(ValueError):
+    """A wrapper of the config's ``wrappers`` refused its keywords or the env; ``index``: its place in the list."""
+
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+def make_env(config: ExperimentConfig, num_replicas: int, device: str) -> gym.vector.VectorEnv:
+    """The native batched env of ``config`` with ``num_replicas`` replicas and the config's horizon, in the
+    config's ``wrappers`` (the first innermost); the config's ``imports`` are imported first. The config check
+    and the runner (:mod:`experiments.runner`) both build with it.
+
+    The horizon governs: the episode is made as long as it (``max_episode_steps=horizon``, which ``make_vec``
+    passes to the vector entry point instead of the registry's limit), so a horizon above the registry's
+    ``max_episode_steps`` (10,000) plays every round instead of ending the episode early.
+    """
+    import gymnasium as gym  # here, with bandit_gym: reading a config imports neither
+
+    import bandit_gym  # noqa: F401  (registers the ids)
+
+    kwargs = dict(config.env_kwargs)
+    steps = kwargs.pop("max_episode_steps", config.horizon)
+    if steps != config.horizon:
+        raise ValueError(f"env_kwargs.max_episode_steps: the runner plays one episode of the config's horizon "
+                         f"({config.horizon}), got max_episode_steps={steps!r}; leave it out")
+    catalog.import_modules(config.imports)
+    env = gym.make_vec(config.env, num_envs=num_replicas, vectorization_mode="vector_entry_point",
+                       horizon=config.horizon, max_episode_steps=config.horizon, device=device, **kwargs)
+    for index, (name, wrapper_kwargs) in enumerate(config.wrappers):
+        try:
+            env = catalog.wrapper_class(name)(env, **wrapper_kwargs)
+        except (ValueError, TypeError, AttributeError) as exc:
+            env.close()
+            raise WrapperError(index, f"{name}({', '.join(f'{k}={v!r}' for k, v in wrapper_kwargs.items())}) "
+                               f"cannot wrap {config.env}'s batched env: {exc}") from None
+    return env
+
+
+def build_agent(spec: AgentSpec, config: ExperimentConfig, env: gym.vector.VectorEnv, device: str,
+                points: list[dict[str, Any]] | None = None):
+    """The agent of ``spec`` for ``points`` (default: its whole grid) x the config's seeds, as one batch on ``env``
+    (:meth:`ExperimentConfig.layout`: the replicas of :class:`agents.HyperparameterGrid`)."""
+    cls = catalog.agent_class(spec.agent)
+    return cls(env, device=device, **spec.fixed, **config.layout(spec, points).agent_kwargs())
+
+
 def _check_by_building(located: _Located, config: ExperimentConfig, command_line: Mapping[str, Any], *,
                        seeds_given: bool = False) -> None:
     """Build every agent (all grid points x seeds as one batch) on a batched env: the library checks the values.
@@ -453,8 +503,6 @@ def _check_by_building(located: _Located, config: ExperimentConfig, command_line
     ``command_line``: the env keywords that ``--env-kwargs`` gave (an error naming one is blamed on it);
     ``seeds_given``: the seeds came from ``--seeds`` (a batch too large for the memory is blamed on it).
     """
-    from experiments.runner import WrapperError, build_agent, make_env
-
     envs: dict[int, Any] = {}
     try:
         for spec in config.agents:
@@ -474,9 +522,9 @@ def _check_by_building(located: _Located, config: ExperimentConfig, command_line
                 except (ValueError, TypeError) as exc:
                     raise _env_error(located, config, command_line, str(exc)) from None
             try:
-                _build_ignoring_divergence(spec, config, envs, build_agent, make_env)
+                _build_ignoring_divergence(spec, config, envs)
             except (ValueError, TypeError) as exc:
-                bad_point = _bad_point(spec, config, envs, build_agent, make_env)
+                bad_point = _bad_point(spec, config, envs)
                 raise _attribute(located, spec, str(exc), bad_point) from None
     finally:
         for env in envs.values():
@@ -498,7 +546,7 @@ def _env_error(located: _Located, config: ExperimentConfig, command_line: Mappin
     return located.error(("env_kwargs",) if ("env_kwargs",) in located.lines else ("env",), message)
 
 
-def _build_ignoring_divergence(spec: AgentSpec, config: ExperimentConfig, envs: dict, build_agent, make_env) -> None:
+def _build_ignoring_divergence(spec: AgentSpec, config: ExperimentConfig, envs: dict) -> None:
     """Build the agent of all points; if that diverges at once (LMC-TS runs round 1's chain when built),
     build each point alone: a point that diverges is the runner's business, a bad value is ours."""
     from agents import DivergenceError
@@ -515,7 +563,7 @@ def _build_ignoring_divergence(spec: AgentSpec, config: ExperimentConfig, envs: 
                 pass
 
 
-def _bad_point(spec: AgentSpec, config: ExperimentConfig, envs: dict, build_agent, make_env) -> tuple | None:
+def _bad_point(spec: AgentSpec, config: ExperimentConfig, envs: dict) -> tuple | None:
     """``(point, message)`` of the first grid point refused on its own (a bad value); None if every point
     builds alone (then it is the grid itself: a hyperparameter without per-replica values)."""
     from agents import DivergenceError

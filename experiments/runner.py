@@ -41,55 +41,11 @@ import numpy as np
 import torch
 
 from bandit_gym.threads import policy
-from experiments import catalog, ray_backend
+from experiments import ray_backend
 from experiments.cells import CellResult, base_record, cell_config, failed_cell
 from experiments.checkpoint import EVERY_S, Checkpoint, DeferredInterrupt, Progress, stack_rows
-from experiments.config import AgentSpec, ExperimentConfig
+from experiments.config import AgentSpec, ExperimentConfig, build_agent, make_env
 from experiments.results import ResultsDir, final_regret_stats, package_versions
-
-
-class WrapperError(ValueError):
-    """A wrapper of the config's ``wrappers`` refused its keywords or the env; ``index``: its place in the list."""
-
-    def __init__(self, index: int, message: str) -> None:
-        super().__init__(message)
-        self.index = index
-
-
-def make_env(config: ExperimentConfig, num_replicas: int, device: str) -> gym.vector.VectorEnv:
-    """The native batched env of ``config`` with ``num_replicas`` replicas and the config's horizon,
-    in the config's ``wrappers`` (the first innermost); the config's ``imports`` are imported first.
-
-    The horizon governs: the episode is made as long as it (``max_episode_steps=horizon``, which ``make_vec``
-    passes to the vector entry point instead of the registry's limit), so a horizon above the registry's
-    ``max_episode_steps`` (10,000) plays every round instead of ending the episode early.
-    """
-    import bandit_gym  # noqa: F401  (registers the ids)
-
-    kwargs = dict(config.env_kwargs)
-    steps = kwargs.pop("max_episode_steps", config.horizon)
-    if steps != config.horizon:
-        raise ValueError(f"env_kwargs.max_episode_steps: the runner plays one episode of the config's horizon "
-                         f"({config.horizon}), got max_episode_steps={steps!r}; leave it out")
-    catalog.import_modules(config.imports)
-    env = gym.make_vec(config.env, num_envs=num_replicas, vectorization_mode="vector_entry_point",
-                       horizon=config.horizon, max_episode_steps=config.horizon, device=device, **kwargs)
-    for index, (name, wrapper_kwargs) in enumerate(config.wrappers):
-        try:
-            env = catalog.wrapper_class(name)(env, **wrapper_kwargs)
-        except (ValueError, TypeError, AttributeError) as exc:
-            env.close()
-            raise WrapperError(index, f"{name}({', '.join(f'{k}={v!r}' for k, v in wrapper_kwargs.items())}) "
-                               f"cannot wrap {config.env}'s batched env: {exc}") from None
-    return env
-
-
-def build_agent(spec: AgentSpec, config: ExperimentConfig, env: gym.vector.VectorEnv, device: str,
-                points: list[dict[str, Any]] | None = None):
-    """The agent of ``spec`` for ``points`` (default: its whole grid) x the config's seeds, as one batch
-    (:meth:`ExperimentConfig.layout`: the replicas of :class:`agents.HyperparameterGrid`)."""
-    cls = catalog.agent_class(spec.agent)
-    return cls(env, device=device, **spec.fixed, **config.layout(spec, points).agent_kwargs())
 
 
 @dataclass

@@ -69,23 +69,29 @@ def test_the_variable_and_threads_argument_choose_and_threads_wins(monkeypatch):
 
 
 def test_a_choice_holds_for_the_library_calls_inside_it(monkeypatch):
-    """env.step inside learn(threads=2), and inside `with policy(2)`, uses 2 threads, not the default 1."""
+    """The env's draws inside learn(threads=2) (its rounds in one chunk: next_rounds), and env.step inside
+    `with policy(2)`, use 2 threads, not the default 1."""
     env = gym.make("LinearBandit-v0", n_arms=4, dim=3, horizon=50)
-    seen_by_step = []
-    sim_step = env.unwrapped.sim.step
+    seen_by_chunks, seen_by_step = [], []
+    sim_step, sim_next_rounds = env.unwrapped.sim.step, env.unwrapped.sim.next_rounds
 
     def recording_step(actions):
         seen_by_step.append(torch.get_num_threads())
         return sim_step(actions)
 
+    def recording_next_rounds(n):
+        seen_by_chunks.append((n, torch.get_num_threads()))
+        return sim_next_rounds(n)
+
     monkeypatch.setattr(env.unwrapped.sim, "step", recording_step)
+    monkeypatch.setattr(env.unwrapped.sim, "next_rounds", recording_next_rounds)
     learn_seeing_threads(env, threads=2)
-    assert seen_by_step == [2] * 5
+    assert seen_by_chunks == [(5, 2)] and seen_by_step == []  # the 5 rounds drawn as one chunk, on 2 threads
     env.reset(seed=0)
     with policy(2):
         env.step(0)
     env.step(1)  # outside any choice: the default
-    assert seen_by_step[5:] == [2, 1]
+    assert seen_by_step == [2, 1]
     assert torch.get_num_threads() == USER
 
 
@@ -199,3 +205,41 @@ def test_the_cli_threads_option_chooses_the_rounds_threads(monkeypatch, tmp_path
     config.write_text("name: threads\nenv: LinearBandit-v0\nhorizon: 5\nseeds: 2\nagents:\n  LinUCB: {}\n")
     assert cli.main(["run", str(config), "--out", str(tmp_path / "out"), "--quiet", "--threads", "2"]) == 0
     assert seen == [2] * 5
+
+
+def test_policy_chooses_by_work_one_thread_below_large_work_and_torchs_from_it():
+    with policy(work=threads.LARGE_WORK - 1):
+        assert torch.get_num_threads() == 1
+    with policy(work=threads.LARGE_WORK):
+        assert torch.get_num_threads() == USER  # torch's own setting, untouched
+        with policy():  # a library call inside keeps the choice
+            assert torch.get_num_threads() == USER
+    assert torch.get_num_threads() == USER
+    assert threads.resolve(work=threads.LARGE_WORK) is None and threads.resolve(work=0) == 1
+
+
+def test_policy_work_yields_to_the_variable_and_the_argument(monkeypatch):
+    with policy(2, work=threads.LARGE_WORK):
+        assert torch.get_num_threads() == 2
+    monkeypatch.setenv(threads.ENV_VAR, "1")
+    with policy(work=threads.LARGE_WORK):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == USER
+
+
+def test_learn_chooses_threads_by_its_round_work_and_restores_the_users_setting(monkeypatch):
+    env = gym.make("LinearBandit-v0", n_arms=4, dim=3, horizon=50)
+    work = LinUCB(env, seed=0, device="cpu").round_work()
+    assert work == 1 * 3 * (3 + 4)  # R p (p + K)
+    monkeypatch.setattr(threads, "LARGE_WORK", work)
+    assert learn_seeing_threads(env) == [USER] * 5
+    monkeypatch.setattr(threads, "LARGE_WORK", work + 1)
+    assert learn_seeing_threads(env) == [1] * 5
+    assert torch.get_num_threads() == USER
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, True, "big"])
+def test_policy_refuses_work_that_is_not_a_count(bad):
+    with pytest.raises(ValueError, match=rf"^work must be None or an integer >= 0 \(floats of a round's arithmetic\), "
+                                         rf"got {re.escape(repr(bad))}$"):
+        policy(work=bad)

@@ -40,16 +40,6 @@ def test_kernels_switch_off_with_the_environment_variable(monkeypatch):
     assert not _kernels.enabled(torch.zeros(3))
 
 
-@pytest.mark.parametrize("shape", [(7,), (100, 20), (3, 5)])
-def test_normal_kernel_equals_rng_normal(shape):
-    keys = rng.seed_to_key(list(range(5)) + [2**40, 123456789])
-    for counter in (0, 1, 10_000):
-        # The kernel's float32 cosine and sine of a float32 angle (<= 2 pi, error <= 2 pi 2^-24) times a
-        # radius <= 6.8: at most ~1e-6 from torch's float64 Box-Muller rounded once.
-        torch.testing.assert_close(_kernels.normal(keys, Stream.SAMPLE, counter, shape),
-                                   rng.normal(keys, Stream.SAMPLE, counter, shape), rtol=0, atol=1.5e-6)
-
-
 def _statistics(R=6, d=5, T=40, seed=0):
     _, _, _, played, rewards = linear_rounds(T, R, 4, d, seed=seed, noise=0.1)
     model = LinearModel(R, d, torch.linspace(0.5, 2.0, R), torch.device("cpu"))

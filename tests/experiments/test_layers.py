@@ -1,39 +1,15 @@
-"""Layers: bandit_gym imports neither agents nor experiments; agents does not import experiments;
-each command imports only what it needs, and a missing optional package names its extra."""
+"""Each command imports only what it needs, and a missing optional package names its extra.
+
+(The packages' layers and import cycles: ``tests/test_layers.py``.)"""
 
 from __future__ import annotations
 
-import ast
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _imported_top_level_modules(package: str) -> dict[str, set[str]]:
-    """Top-level module names imported anywhere (also inside functions) in each file of ``package``."""
-    found = {}
-    for path in sorted((ROOT / package).rglob("*.py")):
-        names = set()
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            if isinstance(node, ast.Import):
-                names |= {alias.name.split(".")[0] for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names.add(node.module.split(".")[0])
-        found[str(path.relative_to(ROOT))] = names
-    return found
-
-
-@pytest.mark.parametrize(("package", "forbidden"), [("bandit_gym", {"agents", "experiments"}),
-                                                     ("agents", {"experiments"})])
-def test_lower_layers_never_import_upper_ones(package, forbidden):
-    offenders = {path: names & forbidden for path, names in _imported_top_level_modules(package).items()
-                 if names & forbidden}
-    assert offenders == {}
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
