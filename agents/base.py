@@ -99,7 +99,8 @@ def _tensorboard_logger(folder: str | os.PathLike):
     if importlib.util.find_spec("tensorboard") is None:
         raise ModuleNotFoundError(
             f"tensorboard_log={str(folder)!r} needs the package 'tensorboard', which is not installed; it comes with "
-            'pip install "bandit-gym[tensorboard]" (for CSV alone: agent.set_logger(stable_baselines3.common.logger.'
+            'pip install "contextual-bandit-gym[tensorboard]" (for CSV alone: '
+            'agent.set_logger(stable_baselines3.common.logger.'
             'configure(DIR, ["csv"])))', name="tensorboard")
     from stable_baselines3.common.logger import configure
 

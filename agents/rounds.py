@@ -1,6 +1,6 @@
 """The one round loop of the agents: :meth:`agents.base.BanditAgent.rounds` (public API).
 
-``learn`` and the experiment runner (:func:`experiments.runner.play_rounds`) both play their rounds by
+``learn`` and the experiment runner (:func:`bandit_experiments.runner.play_rounds`) both play their rounds by
 iterating it; each adds only what is its own (``learn``: history, logger, callbacks, progress bar; the
 runner: timing, progress bar, checkpoints). One round is::
 

@@ -1,7 +1,7 @@
 """Stable-Baselines3 on bandit envs: a per-arm policy and the native batched env as a ``VecEnv``.
 
 This module imports Stable-Baselines3 and is not imported by ``import bandit_gym``;
-install it with ``pip install "bandit-gym[sb3]"``.
+install it with ``pip install "contextual-bandit-gym[sb3]"``.
 
 - :class:`PerArmFeaturesExtractor` scores every arm's row ``(d,)`` of the ``(K, d)``
   observation with ONE shared network and returns the ``K`` scores. Its size does not
@@ -30,7 +30,7 @@ try:
     from stable_baselines3.dqn.policies import DQNPolicy, QNetwork
 except ImportError as exc:  # an install without the extra (tested with SB3 hidden)
     raise ModuleNotFoundError(
-        'bandit_gym.sb3 needs Stable-Baselines3: pip install "bandit-gym[sb3]"', name="stable_baselines3"
+        'bandit_gym.sb3 needs Stable-Baselines3: pip install "contextual-bandit-gym[sb3]"', name="stable_baselines3"
     ) from exc
 
 import gymnasium as gym

@@ -1,7 +1,7 @@
 """How much of the library is speed-only code (issue 21, item 5: at most 10% of its lines).
 
 Counts the non-blank, non-comment lines of the library (every ``.py`` file under ``bandit_gym/``,
-``agents/`` and ``experiments/``) and of the code that exists only to make it faster, and prints
+``agents/`` and ``bandit_experiments/``) and of the code that exists only to make it faster, and prints
 both and the percentage. Docstrings count as lines (they are not comments); a blank line inside a
 docstring does not.
 
@@ -24,7 +24,7 @@ import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LIBRARY = ("bandit_gym", "agents", "experiments")
+LIBRARY = ("bandit_gym", "agents", "bandit_experiments")
 
 #: Every speed device of the library, as (file, qualified name or None for the whole file, switched off by
 #: ``BANDIT_GYM_KERNELS=0``, what it is and what it replaces). A device's helpers are entries of their own

@@ -69,7 +69,7 @@ def _write_atomically(path: Path, text: str) -> None:
 def _play(spec, config, points: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray | None]:
     """Final cumulative regret ``(P, S)`` of ``points`` x seeds as one batch, and MALA's / HMC's acceptance rates
     ``(P, S)`` (None for the other agents)."""
-    from experiments.runner import build_agent, make_env, play_rounds
+    from bandit_experiments.runner import build_agent, make_env, play_rounds
 
     env = make_env(config, len(points) * config.seeds, "cpu")
     try:
@@ -88,7 +88,7 @@ def run_job(problem: str, label: str, horizon: int | None, seeds: int | None, en
 
     torch.set_num_threads(1)  # this worker process is the benchmark's own: one thread, as the issue asks
     from agents.base import DivergenceError
-    from experiments.config import load_config
+    from bandit_experiments.config import load_config
 
     record: dict[str, Any] = {"problem": problem, "label": label}
     try:
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     horizon = args.horizon or (QUICK["horizon"] if args.quick else None)
     seeds = args.seeds or (QUICK["seeds"] if args.quick else None)
 
-    from experiments.config import load_config
+    from bandit_experiments.config import load_config
 
     jobs, done = [], []
     for problem in args.problems:

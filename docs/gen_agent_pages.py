@@ -1,8 +1,8 @@
 """One documentation page per agent, the benchmark records as pages, and the README's list of agents.
 
-Every agent class that ``experiments.catalog.agent_classes()`` finds in ``agents.__all__`` gets a page in the
+Every agent class that ``bandit_experiments.catalog.agent_classes()`` finds in ``agents.__all__`` gets a page in the
 Stable-Baselines3 style: what it is (the docstring's first paragraph), when to use it (its "When to use it:"
-section), an example, its hyperparameters with their defaults (``experiments.catalog.resolved_defaults``, as
+section), an example, its hyperparameters with their defaults (``bandit_experiments.catalog.resolved_defaults``, as
 ``bandit-gym agents`` prints them), the API reference (mkdocstrings), and the benchmark records that name it.
 
 As an MkDocs hook (``hooks:`` in ``mkdocs.yml``) it adds at build time, in memory (nothing is written to
@@ -42,8 +42,8 @@ WHEN_TO_USE = "When to use it:"
 
 # -- the content ------------------------------------------------------------------------------------
 def agent_classes() -> dict[str, type]:
-    """The agent classes of ``agents.__all__`` by name (``experiments.catalog.agent_classes``)."""
-    from experiments.catalog import agent_classes as catalog_agents
+    """The agent classes of ``agents.__all__`` by name (``bandit_experiments.catalog.agent_classes``)."""
+    from bandit_experiments.catalog import agent_classes as catalog_agents
 
     return catalog_agents()
 
@@ -103,7 +103,7 @@ def example(name: str, cls: type) -> str:
 
 def parameter_rows(cls: type) -> list[tuple[str, str]]:
     """``(hyperparameter, default)`` as ``bandit-gym agents`` shows them; another model's default in parentheses."""
-    from experiments.catalog import model_defaults, resolved_defaults
+    from bandit_experiments.catalog import model_defaults, resolved_defaults
 
     per_model = model_defaults(cls)
     rows = []
@@ -127,7 +127,7 @@ def records_naming(name: str) -> list[Path]:
 
 def agent_page(name: str, cls: type) -> str:
     """The page ``agents/<name>.md``."""
-    from experiments.catalog import agent_summary
+    from bandit_experiments.catalog import agent_summary
 
     when = docstring_section(cls, WHEN_TO_USE)
     if when is None:
@@ -196,7 +196,7 @@ def pages() -> dict[str, str]:
 
 def readme_list() -> str:
     """The README's list of agents: one line per agent class, its docstring's first paragraph."""
-    from experiments.catalog import agent_summary
+    from bandit_experiments.catalog import agent_summary
 
     lines = [f"- `{name}`: {rst_to_markdown(agent_summary(cls))}" for name, cls in agent_classes().items()]
     return "\n".join([README_START, *lines, README_END])

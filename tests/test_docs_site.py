@@ -89,7 +89,7 @@ def test_agent_docstring_says_when_to_use_it(name):
 
 @pytest.mark.parametrize("name", AGENTS)
 def test_agent_page_lists_every_hyperparameter(name):
-    from experiments.catalog import resolved_defaults
+    from bandit_experiments.catalog import resolved_defaults
 
     page = GENERATOR.agent_page(name, GENERATOR.agent_classes()[name])
     table = page.split("## Parameters", 1)[1].split("## Results", 1)[0]

@@ -1,6 +1,6 @@
 """The packages' import graph: no cycle between modules, and no import from a higher layer.
 
-Layers, lowest first: ``bandit_gym`` (the envs), ``agents`` (built on bandit_gym's public API), ``experiments``
+Layers, lowest first: ``bandit_gym`` (the envs), ``agents`` (built on bandit_gym's public API), ``bandit_experiments``
 (built on both). Every import counts, at the top of a module or inside a function: an import put inside a
 function to break a loop between modules is still a loop. (An import inside a function that closes no loop is
 fine: the lazy imports of torch, matplotlib or ray, or of a heavy module that one command needs.)
@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("bandit_gym", "agents", "experiments")
+PACKAGES = ("bandit_gym", "agents", "bandit_experiments")
 #: What each package may not import (beyond these, agents may use only bandit_gym's public API).
-FORBIDDEN = {"bandit_gym": ("agents", "experiments"), "agents": ("experiments",), "experiments": ()}
+FORBIDDEN = {"bandit_gym": ("agents", "bandit_experiments"), "agents": ("bandit_experiments",),
+             "bandit_experiments": ()}
 
 
 def _module_name(path: Path) -> str:
@@ -137,9 +138,9 @@ def _private_attributes(path: Path) -> list[str]:
 
 def test_import_graph_finds_every_module_and_import():
     graph = _graph()
-    assert {"bandit_gym.rng", "agents.base", "experiments.runner", "bandit_gym.datasets.loaders"} <= set(graph)
+    assert {"bandit_gym.rng", "agents.base", "bandit_experiments.runner", "bandit_gym.datasets.loaders"} <= set(graph)
     assert "bandit_gym.rng" in graph["agents.base"]  # from bandit_gym import rng: a submodule
-    assert {"agents", "bandit_gym.wrappers"} <= graph["experiments.catalog"]  # imports inside its functions
+    assert {"agents", "bandit_gym.wrappers"} <= graph["bandit_experiments.catalog"]  # imports inside its functions
     assert "bandit_gym.rng" in graph["bandit_gym.feedback"]  # from bandit_gym.rng import Stream: a name of it
 
 

@@ -48,12 +48,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_wheel_holds_the_three_packages_the_registry_and_the_command(installed):
     _, wheel = installed
     names = zipfile.ZipFile(wheel).namelist()
-    for package in ("bandit_gym", "bandit_gym/datasets", "agents", "experiments"):
+    for package in ("bandit_gym", "bandit_gym/datasets", "agents", "bandit_experiments"):
         assert f"{package}/__init__.py" in names
     assert "bandit_gym/envs_registry.yaml" in names
     assert not any(name.startswith(("tests/", "benchmarks/")) for name in names)
     entry_points = next(name for name in names if name.endswith(".dist-info/entry_points.txt"))
-    assert "bandit-gym = experiments.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "bandit-gym = bandit_experiments.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 @pytest.mark.slow
@@ -86,4 +86,4 @@ def test_installed_command_runs_and_names_the_extras_it_lacks(installed, tmp_pat
     # No datasets extra in this install: the dataset verbs say what to install, in one line.
     download = _run([command, "download", "mushroom"], cwd=tmp_path, check=False)
     assert download.returncode == 1 and "Traceback" not in download.stderr
-    assert 'pip install "bandit-gym[datasets]"' in download.stderr
+    assert 'pip install "contextual-bandit-gym[datasets]"' in download.stderr

@@ -139,7 +139,7 @@ def counting_set_num_threads(monkeypatch) -> list[int]:
 
 def test_learn_and_the_runner_set_threads_once_not_per_round(monkeypatch):
     """Cheap: torch.set_num_threads is called on entering and leaving, never by the nested per-round calls."""
-    from experiments.runner import play_rounds
+    from bandit_experiments.runner import play_rounds
 
     calls = counting_set_num_threads(monkeypatch)
     learn_seeing_threads()
@@ -193,7 +193,7 @@ def test_resolve_reports_the_choice():
 def test_the_cli_threads_option_chooses_the_rounds_threads(monkeypatch, tmp_path):
     """``bandit-gym run --threads 2``: the runner's rounds run on 2 threads (not the policy's default 1)."""
     from agents.linear import LinUCB as LinUCBClass
-    from experiments import cli
+    from bandit_experiments import cli
 
     for name in ("OMP_NUM_THREADS", threads.ENV_VAR):  # the CLI sets them for its workers: restored after
         monkeypatch.setenv(name, "")

@@ -13,7 +13,7 @@ OpenML, CIFAR10 through torchvision)::
     venv = gym.make_vec("MagicTelescope-v0", num_envs=10, vectorization_mode="vector_entry_point")
 
 See ``docs/datasets.md`` for the table of datasets, the preprocessing and offline use.
-The envs and loaders need the ``datasets`` extra (``pip install "bandit-gym[datasets]"``);
+The envs and loaders need the ``datasets`` extra (``pip install "contextual-bandit-gym[datasets]"``);
 importing this package does not.
 """
 

@@ -6,13 +6,13 @@ import importlib
 from types import ModuleType
 
 #: The command that installs every optional package the dataset envs and loaders use.
-DATASETS_INSTALL_HINT = 'pip install "bandit-gym[datasets]"'
+DATASETS_INSTALL_HINT = 'pip install "contextual-bandit-gym[datasets]"'
 
 
 class MissingDependencyError(ModuleNotFoundError):
     """An optional package that a dataset feature needs is not installed.
 
-    The base install (``pip install bandit-gym``) runs every synthetic env; the
+    The base install (``pip install contextual-bandit-gym``) runs every synthetic env; the
     dataset envs and loaders need the ``datasets`` extra. The message names the
     missing module, what needed it and the install command; ``name`` is the module.
     A ``ModuleNotFoundError``, so code that catches that (or ``ImportError``) catches it.

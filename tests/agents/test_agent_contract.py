@@ -1,5 +1,6 @@
-"""What every agent promises, tested on every agent class that ``agents`` exports (the catalog the command line's
-``bandit-gym agents`` lists, :func:`experiments.catalog.agent_classes`), so a new agent is tested by being exported:
+"""What every agent promises, tested on every agent class that ``agents`` exports (the catalog the command
+line's ``bandit-gym agents`` lists, :func:`bandit_experiments.catalog.agent_classes`), so a new agent is tested
+by being exported:
 
 - a seeded ``learn`` repeats bit for bit (history and learned state), and another seed plays other arms;
 - replica r of a batch seeded s is the single run seeded s + r: on recorded rounds fed through ``update`` (same
@@ -32,7 +33,7 @@ import torch
 from replicas import feed, linear_rounds, logistic_rounds, make_vec
 
 from agents import FGLMCTS, LMCTS, MALATS, VITS, EnsembleSampling
-from experiments.catalog import agent_classes
+from bandit_experiments.catalog import agent_classes
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py: tiny products, no thread-pool waits
 

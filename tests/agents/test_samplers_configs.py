@@ -2,7 +2,7 @@
 every sampler and LMC-TS the same budget of gradient evaluations per round and a grid of the same size.
 
 Structure only (``load_config(..., check_agents=False)``: names, keys, grids; no agent is built, no data read):
-fast. tests/experiments/test_config.py builds every shipped config's agents as well.
+fast. tests/bandit_experiments/test_config.py builds every shipped config's agents as well.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.config import load_config
+from bandit_experiments.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "configs").glob("samplers_*.yaml"))

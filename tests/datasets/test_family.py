@@ -273,7 +273,7 @@ def test_presets_take_the_familys_missing_option(small_cache):
 
 
 def test_bandit_gym_envs_lists_the_family_with_the_keywords_it_needs(capsys):
-    from experiments import cli
+    from bandit_experiments import cli
 
     assert cli.main(["envs"]) == 0
     rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:-1]}

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from bandit_experiments import cli
 from bandit_gym.datasets import (
     DatasetFileError,
     DatasetIntegrityError,
@@ -24,7 +25,6 @@ from bandit_gym.datasets import (
     resolve_cache_dir,
 )
 from bandit_gym.datasets.loaders import SPECS, check_published, load_openml
-from experiments import cli
 
 #: The small stand-ins of conftest.py are not the published datasets: load them without the integrity check.
 STAND_IN = {"verify_checksums": False}
@@ -193,7 +193,7 @@ def test_a_missing_optional_package_names_the_extra_to_install(small_cache, tmp_
     with pytest.raises(MissingDependencyError) as info:
         load_dataset(name, cache_dir=cache, download=download, **STAND_IN)
     message = str(info.value)
-    assert 'pip install "bandit-gym[datasets]"' in message and blocked in message
+    assert 'pip install "contextual-bandit-gym[datasets]"' in message and blocked in message
     assert info.value.name.split(".")[0] == blocked
     assert isinstance(info.value, ModuleNotFoundError)  # what callers catch for a missing package
 
@@ -225,7 +225,7 @@ def test_base_install_imports_and_runs_synthetic_envs_and_dataset_envs_name_the_
     kind, message = out.stdout.strip().splitlines()[-1].split(" | ")
     assert kind == "MissingDependencyError"
     assert "The Shuttle dataset" in message and "pandas" in message
-    assert message.endswith('pip install "bandit-gym[datasets]"')
+    assert message.endswith('pip install "contextual-bandit-gym[datasets]"')
 
 
 def test_cache_dir_resolution_honours_keyword_then_openml_cache_dir(monkeypatch, tmp_path):

@@ -206,7 +206,7 @@ def test_rounds_through_chunks_hand_out_what_steps_hand_out(monkeypatch, num_env
 
 
 def test_runner_plays_the_same_numbers_through_chunks(monkeypatch):
-    from experiments.runner import play_rounds
+    from bandit_experiments.runner import play_rounds
 
     monkeypatch.setattr(agents.rounds, "CHUNK_ROUNDS", 7)
     make = env_kinds(3)[0]

@@ -1,8 +1,0 @@
-"""The experiment layer of bandit-gym: runs agents on envs and reports what they did.
-
-It imports ``bandit_gym`` (the envs) and ``agents``; neither imports it. Today it holds
-the ``bandit-gym`` command line (:mod:`experiments.cli`) and the default experiment
-(:mod:`experiments.demo`).
-"""
-
-from __future__ import annotations
