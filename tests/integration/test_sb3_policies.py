@@ -111,15 +111,22 @@ def _greedy_and_uniform_regret(model, env: gym.Env, rounds: int) -> tuple[float,
     return float(np.mean(greedy)), float(np.mean(uniform))
 
 
+def assert_ppo_beats_uniform_threefold(steps: int) -> None:
+    """PPO with the per-arm policy, ``steps`` rounds of learning, then 2,000 greedy rounds: below 0.3x uniform's
+    regret. One run, theta* fixed throughout: a horizon past PPO's rollouts and the evaluation (max_episode_steps
+    too: the spec's TimeLimit would otherwise cut the run at 10,000)."""
+    env = OneStepEpisodes(gym.make("LinearBandit-v0", horizon=30_000, max_episode_steps=30_000))
+    model = PPO(PerArmActorCriticPolicy, env, seed=0, device="cpu")
+    model.learn(steps)
+    greedy, uniform = _greedy_and_uniform_regret(model, env, rounds=2_000)
+    assert greedy < 0.3 * uniform, (greedy, uniform)
+
+
 def test_ppo_with_per_arm_policy_beats_uniform_threefold_in_4096_steps() -> None:
     # The default suite's verdict of the 20,000-step run below (14 s against 58 s): two of PPO's 2,048-step
     # rollouts. Measured with this seed (AMD EPYC): greedy regret 0.024 per round against uniform's 0.485, 20 times
     # below it, far inside the 0.3x bound that a policy ignoring or mixing up the arms' rows would not meet.
-    env = OneStepEpisodes(gym.make("LinearBandit-v0", horizon=30_000, max_episode_steps=30_000))
-    model = PPO(PerArmActorCriticPolicy, env, seed=0, device="cpu")
-    model.learn(4096)
-    greedy, uniform = _greedy_and_uniform_regret(model, env, rounds=2_000)
-    assert greedy < 0.3 * uniform, (greedy, uniform)
+    assert_ppo_beats_uniform_threefold(4096)
 
 
 @pytest.mark.slow
@@ -128,13 +135,7 @@ def test_ppo_with_per_arm_policy_beats_uniform_threefold_in_20000_steps() -> Non
     # 4,096-step verdict above in the default suite). Measured with this seed: greedy regret about 0.003 per
     # round against uniform's 0.48 (benchmarks/sb3_ppo.py). A policy that ignored or mixed up the
     # arms' rows would stay near uniform, far above the 0.3x bound.
-    # One run, theta* fixed throughout: a horizon past PPO's 20,480 rounds and the evaluation
-    # (max_episode_steps too: the spec's TimeLimit would otherwise cut the run at 10,000).
-    env = OneStepEpisodes(gym.make("LinearBandit-v0", horizon=30_000, max_episode_steps=30_000))
-    model = PPO(PerArmActorCriticPolicy, env, seed=0, device="cpu")
-    model.learn(20_000)
-    greedy, uniform = _greedy_and_uniform_regret(model, env, rounds=2_000)
-    assert greedy < 0.3 * uniform, (greedy, uniform)
+    assert_ppo_beats_uniform_threefold(20_000)
 
 
 def test_sb3_check_env_finds_nothing_but_the_arm_matrix_shape() -> None:
