@@ -106,7 +106,7 @@ def test_version_is_the_installed_distribution(capsys):
     with pytest.raises(SystemExit) as info:
         cli.main(["--version"])
     assert info.value.code == 0
-    assert capsys.readouterr().out == f"bandit-gym {version('bandit-gym')}\n"
+    assert capsys.readouterr().out == f"bandit-gym {version('contextual-bandit-gym')}\n"
 
 
 def test_no_command_prints_the_verbs_and_fails(capsys):
