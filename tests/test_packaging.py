@@ -37,7 +37,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A new venv holding the wheel and its core dependencies (no extras); returns (its bin dir, the wheel)."""
     tmp = tmp_path_factory.mktemp("packaging")
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", tmp / "wheels", REPO], cwd=tmp)
-    (wheel,) = (tmp / "wheels").glob("bandit_gym-*.whl")
+    (wheel,) = (tmp / "wheels").glob("contextual_bandit_gym-*.whl")
     venv.EnvBuilder(with_pip=True).create(tmp / "venv")
     bin_dir = tmp / "venv" / "bin"
     _run([bin_dir / "python", "-m", "pip", "install", "-q", TORCH, wheel], cwd=tmp)
