@@ -78,7 +78,7 @@ def test_every_synthetic_env_is_made_from_the_installed_wheel(installed, tmp_pat
 def test_installed_command_runs_and_names_the_extras_it_lacks(installed, tmp_path):
     bin_dir, _ = installed
     command = bin_dir / "bandit-gym"
-    assert _run([command, "--version"], cwd=tmp_path).stdout == f"bandit-gym {version('bandit-gym')}\n"
+    assert _run([command, "--version"], cwd=tmp_path).stdout == f"bandit-gym {version('contextual-bandit-gym')}\n"
     _run([command, "--help"], cwd=tmp_path)
     demo = _run([command, "demo", "--rounds", "20", "--seeds", "2", "--agents", "LinUCB", "UniformRandom"],
                 cwd=tmp_path)
