@@ -8,13 +8,13 @@ Every agent follows the Stable-Baselines3 verbs::
 """
 
 from agents.base import BanditAgent, DivergenceError
+from agents.chains.langevin import LangevinOptimizer
 from agents.glm import GLMTSL, SGDTS, UCBGLM
-from agents.grid import HyperparameterGrid
-from agents.history import History
-from agents.langevin import LangevinOptimizer
 from agents.linear import EpsGreedy, LinTS, LinUCB
 from agents.lmcts import LMCTS
-from agents.mlp import MLP
+from agents.loop.grid import HyperparameterGrid
+from agents.loop.history import History
+from agents.models.mlp import MLP
 from agents.neural import NeuralEpsGreedy, NeuralLinUCB, NeuralTS, NeuralUCB
 from agents.nonstationary import DiscountedLinUCB, SlidingWindowLinUCB
 from agents.samplers import FGLMCTS, HMCTS, MALATS, ULMCTS, VITS, EnsembleSampling

@@ -9,7 +9,7 @@ function with ``torch.testing.assert_close``:
   compiled loop is the package's one Box-Muller kernel (``bandit_gym/_rng_kernels.py``);
 * off the CPU, ``langevin_steps`` (linear model) in its affine form, one batched product per step
   (``linear_langevin_affine``; ``enabled_off_cpu()`` switches it, ``tests/agents/test_kernels.py``);
-* :class:`agents.mlp.MLPModel`'s hand-written backward pass (``mlp_gradient``, ``mlp_gradient_squares``,
+* :class:`agents.models.mlp.MLPModel`'s hand-written backward pass (``mlp_gradient``, ``mlp_gradient_squares``,
   ``mlp_arm_gradients``, ``mlp_gradient_norms``: autograd is the definition) and the block-aware first
   layer's products for ``block_arms`` rows (``block_matmul``, ...: the dense layer is)
   (``tests/agents/test_mlp_backward_kernel.py``, ``tests/agents/test_block_first_layer.py``). These are
@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from numba import njit
 
-from agents.blocks import BlockRows
+from agents.models.blocks import BlockRows
 
 _JIT = {"nogil": True, "cache": True, "error_model": "numpy"}
 
@@ -72,7 +72,7 @@ def _linear_langevin(gram, moment, theta, step_size, inverse_temperature, noise,
 
 def linear_langevin(gram: torch.Tensor, moment: torch.Tensor, theta: torch.Tensor, step_size: torch.Tensor,
                     inverse_temperature: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-    """Loop version of :func:`agents.lmcts.langevin_steps` for :class:`agents.models.LinearModel`:
+    """Loop version of :func:`agents.lmcts.langevin_steps` for :class:`agents.models.reward.LinearModel`:
     ``K`` steps ``theta <- theta - eta 2 (V theta - b) + sqrt(2 eta / beta) eps_k`` per replica."""
     out = np.empty(theta.shape, np.float32)
     _linear_langevin(gram.numpy(), moment.numpy(), theta.numpy(), step_size.numpy(), inverse_temperature.numpy(),
@@ -82,7 +82,7 @@ def linear_langevin(gram: torch.Tensor, moment: torch.Tensor, theta: torch.Tenso
 
 def linear_langevin_affine(gram: torch.Tensor, moment: torch.Tensor, theta: torch.Tensor, step_size: torch.Tensor,
                            inverse_temperature: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-    """Torch version, any device, of :func:`agents.lmcts.langevin_steps` for :class:`agents.models.LinearModel`.
+    """Torch version, any device, of :func:`agents.lmcts.langevin_steps` for :class:`agents.models.reward.LinearModel`.
 
     A step ``theta - eta 2 (V theta - b) + sqrt(2 eta / beta) eps_k`` is affine in ``theta``:
     ``theta <- A theta + c_k`` with ``A = I - 2 eta V`` and ``c_k = 2 eta b + sqrt(2 eta / beta) eps_k``.
@@ -101,7 +101,7 @@ def linear_langevin_affine(gram: torch.Tensor, moment: torch.Tensor, theta: torc
     return theta[:, :, 0]
 
 
-# -- agents.models ---------------------------------------------------------------------------
+# -- agents.models.reward ---------------------------------------------------------------------------
 @njit(**_JIT)
 def _linear_scores(x, theta, out):
     R, K, d = x.shape
@@ -114,7 +114,7 @@ def _linear_scores(x, theta, out):
 
 
 def linear_scores(contexts: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-    """Loop version of :func:`agents.models.linear_scores`: ``x . theta`` per arm, ``(R, K)``."""
+    """Loop version of :func:`agents.models.reward.linear_scores`: ``x . theta`` per arm, ``(R, K)``."""
     out = np.empty(contexts.shape[:2], np.float32)
     _linear_scores(contexts.numpy(), theta.numpy(), out)
     return torch.from_numpy(out)
@@ -132,13 +132,13 @@ def _add_observation(gram, moment, x, rewards, gram_new, moment_new):
 
 def add_observation(gram: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
                     rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Loop version of :func:`agents.models.add_observation`: ``V + x x^T`` and ``b + r x``."""
+    """Loop version of :func:`agents.models.reward.add_observation`: ``V + x x^T`` and ``b + r x``."""
     gram_new, moment_new = np.empty(gram.shape, np.float32), np.empty(moment.shape, np.float32)
     _add_observation(gram.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), gram_new, moment_new)
     return torch.from_numpy(gram_new), torch.from_numpy(moment_new)
 
 
-# -- agents.mlp.MLPModel: a hand-written backward pass ----------------------------------------
+# -- agents.models.mlp.MLPModel: a hand-written backward pass ----------------------------------------
 # The definition is autograd (``MLPModel.gradient``, ``arm_gradients``, ``gradient_squares``,
 # ``gradient_norms`` with the switch off); these compute the same sums by back-propagating the
 # layers' ``d f / d z`` by hand, on any device (torch code, so only the switch is checked), and
@@ -171,12 +171,12 @@ def outer_rows(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
 
 
 def _squared(rows):
-    """Dense rows or :class:`agents.blocks.BlockRows` with their values squared."""
+    """Dense rows or :class:`agents.models.blocks.BlockRows` with their values squared."""
     return rows**2 if isinstance(rows, torch.Tensor) else dataclasses.replace(rows, values=rows.values**2)
 
 
 def mlp_gradient(model, params: torch.Tensor, batch: torch.Tensor | None) -> torch.Tensor:
-    """Hand-written :meth:`agents.mlp.MLPModel.gradient`: ``grad L_t`` ``(R, p)``."""
+    """Hand-written :meth:`agents.models.mlp.MLPModel.gradient`: ``grad L_t`` ``(R, p)``."""
     x, r, scale = model.rows(batch)
     prediction, inputs = model.forward(params, x)
     pieces = []
@@ -191,7 +191,7 @@ def mlp_gradient(model, params: torch.Tensor, batch: torch.Tensor | None) -> tor
 
 
 def mlp_gradient_squares(model, params: torch.Tensor, batch: torch.Tensor | None) -> torch.Tensor:
-    """:meth:`agents.mlp.MLPModel.gradient_squares` without forming ``g``. Layer ``l``'s part of ``g(x_i)`` is
+    """:meth:`agents.models.mlp.MLPModel.gradient_squares` without forming ``g``. Layer ``l``'s part of ``g(x_i)`` is
     ``delta_i h_i^T`` (weights) and ``delta_i`` (biases), so the sum over rows of its square is
     ``(delta^2)^T h^2`` and ``sum_i delta_i^2``: one product of the loss gradient's size."""
     x, _, scale = model.rows(batch)
@@ -208,7 +208,8 @@ def mlp_gradient_squares(model, params: torch.Tensor, batch: torch.Tensor | None
 
 
 def mlp_arm_gradients(model, params: torch.Tensor, contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Hand-written :meth:`agents.mlp.MLPModel.arm_gradients`: ``f(x_k)`` ``(R, K)`` and ``g(x_k)`` ``(R, K, p)``."""
+    """Hand-written :meth:`agents.models.mlp.MLPModel.arm_gradients`: ``f(x_k)`` ``(R, K)`` and ``g(x_k)``
+    ``(R, K, p)``."""
     prediction, inputs = model.forward(params, contexts)
     steps = mlp_backward(model, params, inputs, torch.ones_like(prediction))
     (delta, h_in), rest = steps[0], steps[1:]
@@ -224,7 +225,7 @@ def mlp_arm_gradients(model, params: torch.Tensor, contexts: torch.Tensor) -> tu
 
 def mlp_gradient_norms(model, params: torch.Tensor, contexts: torch.Tensor,
                        weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """:meth:`agents.mlp.MLPModel.gradient_norms` without forming ``g``. Layer ``l``'s part of ``g`` is
+    """:meth:`agents.models.mlp.MLPModel.gradient_norms` without forming ``g``. Layer ``l``'s part of ``g`` is
     ``delta h^T`` (weights) and ``delta`` (biases), so its share of ``sum_j w_j g_j^2`` is
     ``delta^2 . (W_w h^2) + delta^2 . w_b``: one product of a forward pass's size."""
     prediction, inputs = model.forward(params, contexts)
@@ -239,7 +240,7 @@ def mlp_gradient_norms(model, params: torch.Tensor, contexts: torch.Tensor,
     return prediction, total
 
 
-# -- agents.mlp.MLPModel's first layer for one-hot-block rows (agents.blocks.BlockRows) --------------
+# -- agents.models.mlp.MLPModel's first layer for one-hot-block rows (agents.models.blocks.BlockRows) --------------
 def _grouped(rows: BlockRows) -> tuple[torch.Tensor, int]:
     """Where each row goes when every replica's rows are grouped by block, each group padded to the largest:
     flat indices into ``(R, N, c)`` ``(R n,)``, and ``c``."""

@@ -14,7 +14,7 @@ runner iterate) is exactly::
 Seeding: replica ``r`` of an agent made with ``seed=s`` draws the random numbers of a single
 run with ``seed=s + r`` (counter-based streams of :mod:`bandit_gym.rng`: a draw of round ``t``
 is a function of ``(seed, stream, t)``, so ``predict`` never changes the agent). ``seed`` may
-also be a list of R seeds (see :mod:`agents.grid`).
+also be a list of R seeds (see :mod:`agents.loop.grid`).
 
 Hyperparameters: every numeric hyperparameter is a number or one value per replica
 (:meth:`BanditAgent._hyperparameter`), reported by :meth:`hyperparameters` and saved.
@@ -38,9 +38,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from agents import propensity
-from agents.callbacks import as_round_hooks, make_env
-from agents.rounds import Rounds
+from agents.loop import propensity
+from agents.loop.callbacks import as_round_hooks, make_env
+from agents.loop.rounds import Rounds
 from agents.validation import check_bool, check_int, per_replica, replica_seeds
 from bandit_gym import rng
 from bandit_gym.atomic import atomic_write
@@ -118,7 +118,7 @@ class DivergenceError(RuntimeError):
 
 class BanditAgent(ABC):
     """Base class: ``learn``, ``predict``, ``update``, ``save``/``load`` over R replicas, and ``rounds``, the round
-    loop that ``learn`` and the experiment runner iterate (one :class:`agents.rounds.Round` record per round).
+    loop that ``learn`` and the experiment runner iterate (one :class:`agents.loop.rounds.Round` record per round).
 
     Args:
         env: A bandit env (``R = 1``) or a vector env (``R = num_envs``): the native batched
@@ -217,7 +217,7 @@ class BanditAgent(ABC):
 
         Exact (error 0) where the rule gives it in closed form (epsilon-greedy, UCB rules, uniform); a Monte
         Carlo frequency over ``n_samples`` fresh draws of the round's randomness otherwise, with standard error
-        ``sqrt(p (1 - p) / n_samples)`` (:mod:`agents.propensity`). Changes nothing in the agent. A logged
+        ``sqrt(p (1 - p) / n_samples)`` (:mod:`agents.loop.propensity`). Changes nothing in the agent. A logged
         action's propensity is its entry.
         """
         contexts = self._as_contexts(observation, check_finite=True)
@@ -236,7 +236,7 @@ class BanditAgent(ABC):
 
         ``reward`` is this round's reward, a number or one per replica. Under delayed or batched feedback
         (:mod:`bandit_gym.feedback`) a step's reward is NaN until it is revealed, and ``update`` refuses it:
-        learn from ``info`` with :meth:`agents.feedback.PendingRounds.update` instead (``docs/envs.md``,
+        learn from ``info`` with :meth:`agents.loop.feedback.PendingRounds.update` instead (``docs/envs.md``,
         "Feedback settings").
         """
         contexts = self._as_contexts(observation, check_finite=True)
@@ -245,8 +245,9 @@ class BanditAgent(ABC):
         if bool(torch.isnan(rewards).any()):
             raise ValueError(f"reward must be a finite number, got {short_repr(rewards.tolist())}: a feedback "
                              "wrapper (bandit_gym.feedback) returns NaN for a round whose reward has not arrived; "
-                             "learn from info['revealed_rounds'] with agents.feedback.PendingRounds().update(agent, "
-                             "obs, action, info) (docs/envs.md, 'Feedback settings')")
+                             "learn from info['revealed_rounds'] with "
+                             "agents.loop.feedback.PendingRounds().update(agent, obs, action, info) "
+                             "(docs/envs.md, 'Feedback settings')")
         if not bool(torch.isfinite(rewards).all()):
             raise ValueError(f"reward must be finite, got {short_repr(rewards.tolist())}")
         self._observe(contexts, actions, rewards)
@@ -266,7 +267,7 @@ class BanditAgent(ABC):
         per round, shape ``(T,)`` for a single env and ``(T, R)`` for a vector env.
 
         Under delayed or batched feedback (:mod:`bandit_gym.feedback`: ``info`` has ``revealed_rounds``) the agent
-        keeps each round's arm features and learns from a round when its reward arrives (:mod:`agents.feedback`);
+        keeps each round's arm features and learns from a round when its reward arrives (:mod:`agents.loop.feedback`);
         ``history["reward"]`` then holds what each step paid (the sum of the rewards revealed in it).
 
         ``callback`` runs after every round and can stop the run: a callable ``callback(agent, round)``
@@ -331,7 +332,7 @@ class BanditAgent(ABC):
     def rounds(self, env: gym.Env | gym.vector.VectorEnv | None = None, total: int | None = None, *,
                observation: Any = None, checked: bool = False, timed: bool = False,
                threads: int | str | None = None) -> Rounds:
-        """The round loop of :meth:`learn`, one :class:`agents.rounds.Round` per round played (public API).
+        """The round loop of :meth:`learn`, one :class:`agents.loop.rounds.Round` per round played (public API).
 
         ``learn`` and the experiment runner both iterate it and add their own bookkeeping; iterate it yourself
         to watch or time rounds without a callback::
@@ -348,7 +349,7 @@ class BanditAgent(ABC):
         ``timed``: on CUDA, wait for the device after choosing and after learning, so that each round's
         ``select_s`` and ``update_s`` are the device's work. Each step runs under ``threads``
         (:mod:`bandit_gym.threads`; default the enclosing choice). Breaking out of the loop leaves the agent
-        between two rounds; :attr:`agents.rounds.Rounds.updating` says whether an exception left it mid-update.
+        between two rounds; :attr:`agents.loop.rounds.Rounds.updating` says whether an exception left it mid-update.
         """
         env = self.env if env is None else env
         if env is None:
@@ -601,9 +602,9 @@ _MODULE_MARK = "nn.Module"  # save writes your own network as {"nn.Module": "pac
 
 def saved_hyperparameters(hyperparameters: dict[str, Any]) -> dict[str, Any]:
     """The hyperparameters as :meth:`BanditAgent.save` writes them (plain values that ``torch.load`` with
-    ``weights_only=True`` reads): an :class:`agents.mlp.MLP` as ``model="mlp"`` and its keywords, your own
+    ``weights_only=True`` reads): an :class:`agents.models.mlp.MLP` as ``model="mlp"`` and its keywords, your own
     ``nn.Module`` as its class name (``load`` asks for the module again)."""
-    from agents.mlp import MLP  # the neural models import this module
+    from agents.models.mlp import MLP  # the neural models import this module
 
     saved, model = dict(hyperparameters), hyperparameters.get("model")
     if isinstance(model, MLP):

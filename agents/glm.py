@@ -17,7 +17,7 @@ float64 from ``sum x x^T``. Its Hessian
 ``B_t = 2 lambda D + (1/4) sum_i x_i x_i^T`` (``mu' <= 1/4``). The MLE is tracked by a few
 warm-started bound-optimisation steps per round, ``theta <- theta - B_t^-1 grad L_t(theta)``
 (Boehning and Lindsay 1988): each decreases ``L_t``, costs one pass over the history plus
-O(d^2), with ``B_t^-1`` kept by Sherman-Morrison. The history is an :class:`agents.history.History`.
+O(d^2), with ``B_t^-1`` kept by Sherman-Morrison. The history is an :class:`agents.loop.history.History`.
 
 A pass over the history costs ``O(t d)``; done every round it makes a run ``O(T^2)`` (UCB-GLM: 66 s for
 5 seeds x 5,000 rounds, growing). UCB-GLM and GLM-TSL therefore refit on a geometric schedule
@@ -39,9 +39,9 @@ from typing import Any
 import torch
 
 from agents.base import BanditAgent, chosen_rows
-from agents.history import History
 from agents.linear import ArmFeatures, is_power_of_two, potter, sherman_morrison, ucb_scores
-from agents.models import linear_scores, logistic_gradient, logistic_loss, matvec  # noqa: F401 (agents.glm.logistic_loss: docs/agents.md)
+from agents.loop.history import History
+from agents.models.reward import linear_scores, logistic_gradient, logistic_loss, matvec  # noqa: F401 (agents.glm.logistic_loss: docs/agents.md)
 from agents.uniform import uniform_arms
 from agents.validation import check_float
 from bandit_gym.rng import Stream

@@ -34,8 +34,8 @@ from typing import Any
 import torch
 
 from agents.base import CHECK_ROUNDS, BanditAgent, chosen_rows, env_horizon
-from agents.models import linear_scores, matvec
-from agents.propensity import uniform_over_maximisers
+from agents.loop.propensity import uniform_over_maximisers
+from agents.models.reward import linear_scores, matvec
 from agents.uniform import uniform_arms
 from bandit_gym.rng import Stream
 

@@ -21,12 +21,12 @@ import torch
 
 from agents import _kernels
 from agents.base import BanditAgent, DivergenceError, chosen_rows
-from agents.blocks import BlockRows
-from agents.langevin import langevin_update
+from agents.chains.langevin import langevin_update
 from agents.linear import ArmFeatures, is_power_of_two
-from agents.mlp import MLP, build_model, is_neural
-from agents.models import LinearModel, RewardModel, agent_state, load_agent_state
-from agents.noise import NoiseEstimate
+from agents.models.blocks import BlockRows
+from agents.models.mlp import MLP, build_model, is_neural
+from agents.models.noise import NoiseEstimate
+from agents.models.reward import LinearModel, RewardModel, agent_state, load_agent_state
 from agents.validation import check_choice, check_float, check_int
 from bandit_gym.rng import Stream
 
@@ -262,7 +262,7 @@ class LMCTS(BanditAgent):
             ``dim`` (and ``num_replicas``).
         model: ``"linear"`` (squared loss; Gram matrix and moment vector, ``O(d^2)`` per step),
             ``"glm"`` (logistic negative log-likelihood), ``"mlp"`` (an MLP, squared loss; see
-            :mod:`agents.mlp`), an :class:`agents.mlp.MLP`, or your own ``nn.Module`` mapping
+            :mod:`agents.models.mlp`), an :class:`agents.models.mlp.MLP`, or your own ``nn.Module`` mapping
             ``(..., d) -> (...)`` (R independent copies). Neural models: round 1 plays the initial
             network, and each step's Langevin noise is drawn when the step runs.
         model_kwargs: Keywords of the model, e.g. ``{"hidden": (20, 20, 20), "activation": "relu"}``.

@@ -1,7 +1,7 @@
 """Neural baselines of the LMC-TS paper (Section 5): NeuralUCB, NeuralTS, Neural-LinUCB, Neural epsilon-greedy.
 
-Each keeps a neural reward model ``f(x; theta)`` (:mod:`agents.mlp`: ``model="mlp"``, an
-:class:`agents.mlp.MLP`, or your own ``nn.Module``) trained on the same loss as neural LMC-TS,
+Each keeps a neural reward model ``f(x; theta)`` (:mod:`agents.models.mlp`: ``model="mlp"``, an
+:class:`agents.models.mlp.MLP`, or your own ``nn.Module``) trained on the same loss as neural LMC-TS,
 ``L_t(theta) = sum_i (f(x_i; theta) - r_i)^2 + lambda ||theta||^2``, by ``n_grad_steps`` gradient
 steps every ``train_every`` rounds, warm-started, with step ``eta_t = eta_0 / t`` (the sum over
 ``t - 1`` rows makes this a constant step on the mean loss), full-batch or on mini-batches
@@ -20,9 +20,9 @@ import torch
 
 from agents.base import BanditAgent, chosen_rows
 from agents.linear import EpsilonGreedyRule, sherman_morrison
-from agents.mlp import NEURAL_LAMBDA_REG, MLPModel, build_model
-from agents.models import RewardModel, agent_state, load_agent_state
-from agents.noise import NoiseEstimate
+from agents.models.mlp import NEURAL_LAMBDA_REG, MLPModel, build_model
+from agents.models.noise import NoiseEstimate
+from agents.models.reward import RewardModel, agent_state, load_agent_state
 from agents.validation import check_int
 from bandit_gym.rng import Stream
 
@@ -43,14 +43,14 @@ class _NeuralAgent(BanditAgent):
 
     Args:
         env: The env, or None with ``n_arms``, ``dim`` (and ``num_replicas``).
-        model: ``"mlp"``, an :class:`agents.mlp.MLP`, or an ``nn.Module`` mapping ``(..., d) -> (...)``.
+        model: ``"mlp"``, an :class:`agents.models.mlp.MLP`, or an ``nn.Module`` mapping ``(..., d) -> (...)``.
         model_kwargs: Keywords of the model, e.g. ``{"hidden": (20, 20, 20), "activation": "relu"}``.
         exploration_scale: ``nu`` (UCB / TS), ``alpha`` (Neural-LinUCB) or ``c`` (epsilon-greedy),
             ``>= 0``; a number or one per replica. None: the agent's default (NeuralTS 9, NeuralUCB 31.6,
             Neural-LinUCB 3, epsilon-greedy 1). NeuralUCB's, NeuralTS's and Neural-LinUCB's widths are also
             scaled by the reward noise ``sigma_t`` (``noise_scale``, :class:`_WidthAgent`).
         lambda_reg: ``lambda > 0``: the loss's ridge weight and the design matrix's prior (default 1e-3,
-            see ``agents.mlp.NEURAL_LAMBDA_REG``).
+            see ``agents.models.mlp.NEURAL_LAMBDA_REG``).
         step_size: ``eta_0 > 0`` of ``eta_t = eta_0 / t``; a number or one per replica. None: the agent's
             default (NeuralTS and NeuralUCB 0.003, Neural-LinUCB and epsilon-greedy 0.01).
         n_grad_steps: Gradient steps per training round (default 10; the paper: 100).
@@ -129,9 +129,9 @@ class _WidthAgent(_NeuralAgent):
     Their widths are posterior standard deviations for a reward noise of 1 (``sigma(x)`` below); the noise of the
     problem scales them. Args (besides :class:`_NeuralAgent`'s):
         noise_scale: ``sigma``, the reward noise's standard deviation the widths assume: ``"auto"`` (default) for
-            the estimate from the data, ``sigma_t`` of :class:`agents.noise.NoiseEstimate` (the prequential error of
-            the network that played, the estimate that sets neural LMC-TS's temperature); a number ``> 0`` (or one
-            per replica) to fix it; ``1`` is these agents' rule before 2026-11-27.
+            the estimate from the data, ``sigma_t`` of :class:`agents.models.noise.NoiseEstimate` (the prequential
+            error of the network that played, the estimate that sets neural LMC-TS's temperature); a number ``> 0``
+            (or one per replica) to fix it.
     With ``"auto"`` the agent explores on the scale of its own errors: a reward rescaled by ``c`` rescales the
     widths by ``c`` as it rescales the network's outputs, so ``exploration_scale`` is scale-free.
     """

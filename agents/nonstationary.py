@@ -34,7 +34,7 @@ import torch
 
 from agents.base import BanditAgent, chosen_rows
 from agents.linear import ArmFeatures, ucb_scores
-from agents.propensity import uniform_over_maximisers
+from agents.loop.propensity import uniform_over_maximisers
 
 
 class _ForgettingLinUCB(BanditAgent):

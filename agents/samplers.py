@@ -13,7 +13,7 @@ posterior ``exp(-beta L_t)`` of :class:`agents.lmcts.LMCTS`; they differ in how 
   2017); all ``R M`` members are one batch of the model.
 
 The first four subclass :class:`agents.lmcts.LMCTS`: its models (``"linear"``, ``"glm"``, ``"mlp"``, an
-:class:`agents.mlp.MLP` or your own ``nn.Module``), its hyperparameters and defaults (``step_size``,
+:class:`agents.models.mlp.MLP` or your own ``nn.Module``), its hyperparameters and defaults (``step_size``,
 ``inverse_temperature``, ``lambda_reg``, ``n_inner_steps``, ``step_schedule``, ...), its round structure and its
 random draws: step ``k`` of round ``t`` uses the Langevin noise LMC-TS would use. The one Langevin step is
 :func:`agents.lmcts.langevin_steps`: MALA's proposal is one such step, and so is HMC's leapfrog step (a leapfrog
@@ -35,8 +35,8 @@ import torch
 
 from agents.base import BanditAgent, chosen_rows
 from agents.lmcts import LINEAR_DEFAULTS, LMCTS, NEURAL_DEFAULTS, langevin_steps
-from agents.mlp import build_model, is_neural
-from agents.models import LinearModel, LogisticModel, RewardModel
+from agents.models.mlp import build_model, is_neural
+from agents.models.reward import LinearModel, LogisticModel, RewardModel
 from agents.validation import check_float, check_int
 from bandit_gym import rng
 from bandit_gym.rng import Stream
@@ -350,7 +350,7 @@ class _ArmSets:
     ``LogisticBandit-v0``) stores only its id; a new set is appended to that replica's distinct sets. So a fixed
     arm set costs ``O(K d)`` memory, not ``O(n K d)``, and the feel-good term can score it once per step
     (:meth:`_FeelGoodModel.feel_good_gradient`). The buffers double in capacity when full (as
-    :class:`agents.history.History`'s).
+    :class:`agents.loop.history.History`'s).
 
     Attributes:
         sets: ``(R, capacity, K, d)``, replica ``r``'s distinct sets in slots ``0 .. n_sets[r] - 1``.

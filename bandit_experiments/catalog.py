@@ -116,7 +116,7 @@ def model_defaults(cls: type) -> dict[str, dict[str, Any]]:
     listed = agent_hyperparameters(cls)
     if not isinstance(listed.get("model"), str):
         return {}
-    from agents.models import MODELS
+    from agents.models.reward import MODELS
 
     unresolved = [name for name, value in listed.items() if value is None]
     default = _built_defaults(cls, unresolved, {})

@@ -52,7 +52,7 @@ from bandit_experiments import catalog
 if TYPE_CHECKING:
     import gymnasium as gym
 
-    from agents.grid import HyperparameterGrid
+    from agents.loop.grid import HyperparameterGrid
 
 TOP_LEVEL_KEYS = ("name", "description", "imports", "env", "env_kwargs", "wrappers", "horizon", "seeds", "seed",
                   "agents")
@@ -84,7 +84,7 @@ class AgentSpec:
     def points(self) -> list[dict[str, Any]]:
         """The grid points (Cartesian product, the last name fastest: :class:`agents.HyperparameterGrid`);
         one empty point without a grid."""
-        from agents.grid import HyperparameterGrid
+        from agents.loop.grid import HyperparameterGrid
 
         return HyperparameterGrid(self.grid, n_seeds=1).points
 
@@ -115,7 +115,7 @@ class ExperimentConfig:
     def layout(self, spec: AgentSpec, points: list[dict[str, Any]] | None = None) -> HyperparameterGrid:
         """The replicas of ``spec``'s cell as :class:`agents.HyperparameterGrid` lays them out: its grid points
         (default: all of them; else the given ones) x this config's seeds."""
-        from agents.grid import HyperparameterGrid
+        from agents.loop.grid import HyperparameterGrid
 
         if points is None:
             return HyperparameterGrid(spec.grid, self.seeds, self.seed)

@@ -3,7 +3,7 @@
 A :class:`BanditSimulator` holds ``R`` independent replicas of one contextual
 bandit as tensors. One round, in the order it runs (see ``docs/envs.md``):
 
-1. :meth:`BanditSimulator._observe`: the arms of round ``t`` (``_contexts``), their
+1. :meth:`BanditSimulator._show_arms`: the arms of round ``t`` (``_contexts``), their
    expected rewards (``_mean_rewards``), the best value and the first optimal arm;
 2. :meth:`BanditSimulator.step`: the chosen arms' expected rewards, their regret
    ``best - chosen`` and random rewards (``_sample_rewards``); then ``t + 1`` and step 1.
@@ -148,7 +148,7 @@ class BanditSimulator(ABC):
         self.t = 0
         self._new_episode()
         self._block_index = -1
-        self._observe()
+        self._show_arms()
 
     def _draw_block(self, block: int) -> tuple[torch.Tensor, ...]:
         """Block ``block``'s arms ``(R, B, K, d)``, expected rewards ``(R, B, K)``, best values and first optimal
@@ -161,7 +161,7 @@ class BanditSimulator(ABC):
             best, optimal = expected.amax(dim=2), expected.argmax(dim=2)  # (R, B); argmax: the first maximiser
         return contexts, expected, best, optimal
 
-    def _observe(self, drawn: tuple[torch.Tensor, ...] | None = None) -> None:
+    def _show_arms(self, drawn: tuple[torch.Tensor, ...] | None = None) -> None:
         """Round ``t``'s arms ``(R, K, d)``, expected rewards ``(R, K)``, best value and first optimal arm ``(R,)``;
         ``drawn``: round ``t``'s block where the caller has drawn it already."""
         block, row = divmod(self.t, self.block_rounds)
@@ -191,7 +191,7 @@ class BanditSimulator(ABC):
             contexts, expected, best, optimal, after = (x.clone() for x in (contexts, expected, best, optimal, after))
         rewards = self._arm_rewards(expected, t)  # (R, n, K)
         self.t = t + n
-        self._observe(blocks[-1])
+        self._show_arms(blocks[-1])
         return RoundChunk(t, *(x.transpose(0, 1) for x in (contexts, expected, best, optimal, rewards)), after)
 
     def _round_arrays(self) -> tuple:
@@ -215,7 +215,7 @@ class BanditSimulator(ABC):
             regret = best - chosen
             rewards = self._sample_rewards(chosen, self.t)
             self.t += 1
-            self._observe()
+            self._show_arms()
             return rewards, regret
         if isinstance(actions, int):
             chosen = self.expected.select(1, actions)  # (R,) a view: no index tensor to build
@@ -224,7 +224,7 @@ class BanditSimulator(ABC):
         regret = self.best - chosen  # (R,) exactly 0 for an optimal arm
         rewards = self._sample_rewards(chosen, self.t)  # (R,)
         self.t += 1
-        self._observe()  # round `horizon` is observed too (the final observation), never played
+        self._show_arms()  # round `horizon` is observed too (the final observation), never played
         return rewards, regret
 
     @property
@@ -247,7 +247,7 @@ class BanditSimulator(ABC):
                 t = self.t
                 self.reset(self.keys)
                 self.t = t
-                self._observe()
+                self._show_arms()
 
 
 def _check_chunk(sim: BanditSimulator, n: Any, end: int) -> int:

@@ -71,7 +71,7 @@ def _scores(x, theta, out):
 
 def best_arms(expected: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Compiled ``torch.max(expected, dim=2)`` for CPU float32 ``(R, B, K)``: the largest value ``(R, B)`` and the
-    first arm that has it ``(R, B)`` int64 (``BanditSimulator._observe``)."""
+    first arm that has it ``(R, B)`` int64 (``BanditSimulator._show_arms``)."""
     R, B, K = expected.shape
     best, optimal = np.empty(R * B, np.float32), np.empty(R * B, np.int64)
     _best_arms(expected.reshape(R * B, K).numpy(), best, optimal)

@@ -18,7 +18,7 @@ rounds, cannot be mistaken for this round's (``agent.update(obs, action, reward)
 read ``info``). With ``delay=0`` or ``batch_size=1`` each round reveals itself: the reward and every other
 value are the wrapped env's, bit for bit. The revealed arrays are numpy, whatever array type the env hands
 out. The agents' ``learn`` reads these keys: it keeps each round's arm features and learns from a round when
-its reward arrives; a loop of your own does it with :meth:`agents.feedback.PendingRounds.update`
+its reward arrives; a loop of your own does it with :meth:`agents.loop.feedback.PendingRounds.update`
 (``docs/envs.md``, "Feedback settings"). A batched env's replicas share the feedback channel's
 schedule (the delays), so one update per revealed round stays one batched operation.
 

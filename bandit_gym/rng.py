@@ -63,7 +63,7 @@ class Stream(enum.IntEnum):
     MINIBATCH = 19  #: mini-batch indices of stochastic-gradient steps
     INIT = 20  #: initial parameters of a model
     ACCEPT = 21  #: Metropolis accept/reject coins of the MCMC samplers
-    PROPENSITY = 22  #: the re-keyed draws of agents.propensity's Monte Carlo probabilities
+    PROPENSITY = 22  #: the re-keyed draws of agents.loop.propensity's Monte Carlo probabilities
 
 
 def _shift_right(x: torch.Tensor, k: int) -> torch.Tensor:

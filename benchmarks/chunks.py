@@ -4,7 +4,7 @@ Prints seconds per 1,000 rounds of ``LinUCB(env, seed=0).learn(env, rounds)`` at
 ``gym.make`` makes at R = 1, the native batched env above), two ways in the same run, interleaved (steps, chunks,
 steps, chunks, ...): ``steps``, the env inside a plain ``gym.Wrapper`` (which hides ``next_rounds``, so the loop
 calls ``env.step``), and ``chunks``, the env as made (the loop draws ``next_rounds`` chunks:
-``agents.rounds.ChunkSteps``). ``steps/chunks`` is the ratio of the two, the best of ``--repeats`` timings each
+``agents.loop.rounds.ChunkSteps``). ``steps/chunks`` is the ratio of the two, the best of ``--repeats`` timings each
 (the machine may be shared: the header names the CPU model and the load average at the start, each row the load
 average after it). Both ways play the same numbers: the script checks that their regrets are equal.
 

@@ -4,7 +4,7 @@ Random data of CIFAR10's shape (each round one random unit-norm example of 3 x 3
 values, in block j of arm j's 30,720 features; random 0/1 rewards), an MLP with one hidden layer of
 width 100 (the paper's "two layers of width 100": p = 3,072,201 parameters), LMC-TS and NeuralTS,
 1 seed and 5 seeds as one batch, the dense first layer (the definition) and the block-aware one
-(``model_kwargs={"block_arms": 10}``, ``agents/blocks.py``). For each it times
+(``model_kwargs={"block_arms": 10}``, ``agents/models/blocks.py``). For each it times
 
 * arm selection: ``predict`` on ``--selections`` arm sets, scaled to 1,000 (Table 2's "arm selection");
 * full rounds, after ``--history`` stored rows of random arms (a history spread over the blocks, as

@@ -60,16 +60,16 @@ SPEED_ONLY: list[tuple[str, str | None, bool, str]] = [
      "drawn block (no torch call a round; numpy_rewards envs)"),
     ("bandit_gym/_base.py", "BanditSimulator.next_rounds", False, "up to a chunk of rounds per call (the rounds of "
      "as many steps, bit for bit)"),
-    ("agents/rounds.py", "ChunkSteps", False, "steps handed out from next_rounds chunks (the same numbers as "
+    ("agents/loop/rounds.py", "ChunkSteps", False, "steps handed out from next_rounds chunks (the same numbers as "
      "env.step)"),
     # the agents' devices
     ("agents/_kernels.py", "linear_langevin", True, "numba loop of langevin_steps with the linear model"),
     ("agents/_kernels.py", "_linear_langevin", True, "helper of linear_langevin"),
     ("agents/_kernels.py", "linear_langevin_affine", True, "langevin_steps (linear model) as one baddbmm a step, "
      "off the CPU (enabled_off_cpu)"),
-    ("agents/_kernels.py", "linear_scores", True, "numba loop of agents.models.linear_scores"),
+    ("agents/_kernels.py", "linear_scores", True, "numba loop of agents.models.reward.linear_scores"),
     ("agents/_kernels.py", "_linear_scores", True, "helper of linear_scores"),
-    ("agents/_kernels.py", "add_observation", True, "numba loop of agents.models.add_observation"),
+    ("agents/_kernels.py", "add_observation", True, "numba loop of agents.models.reward.add_observation"),
     ("agents/_kernels.py", "_add_observation", True, "helper of add_observation"),
     ("agents/_kernels.py", "act_backward", True, "MLPModel's hand-written backward pass (autograd is the "
      "definition)"),
@@ -85,15 +85,16 @@ SPEED_ONLY: list[tuple[str, str | None, bool, str]] = [
     ("agents/_kernels.py", "block_matmul", True, "block-aware first layer's x W^T"),
     ("agents/_kernels.py", "block_weight_gradient", True, "block-aware first layer's weight gradient"),
     ("agents/_kernels.py", "block_outer_rows", True, "block-aware first layer's per-row gradients"),
-    ("agents/blocks.py", None, False, "block_arms rows' storage form (d / N values a row, the user's setting); "
+    ("agents/models/blocks.py", None, False, "block_arms rows' storage form (d / N values a row, the user's setting); "
      "with the switch off the rows are written out and the dense layer runs"),
-    ("agents/mlp.py", "MLPModel.history_fields", False, "block_arms rows stored in block form (as above)"),
-    ("agents/mlp.py", "MLPModel.add", False, "block_arms rows stored in block form (as above)"),
-    ("agents/mlp.py", "MLPModel.rows", False, "block_arms rows stored in block form (as above)"),
-    ("agents/mlp.py", "MLPModel._as_rows", True, "block form for the kernels' first layer, dense rows when off"),
-    ("agents/mlp.py", "MLPModel.gradient", True, "dispatch to the hand-written backward (else autograd)"),
-    ("agents/mlp.py", "MLPModel.gradient_squares", True, "dispatch to the hand-written backward (else autograd)"),
-    ("agents/mlp.py", "MLPModel.gradient_norms", True, "dispatch to the hand-written backward (else autograd)"),
+    ("agents/models/mlp.py", "MLPModel.history_fields", False, "block_arms rows stored in block form (as above)"),
+    ("agents/models/mlp.py", "MLPModel.add", False, "block_arms rows stored in block form (as above)"),
+    ("agents/models/mlp.py", "MLPModel.rows", False, "block_arms rows stored in block form (as above)"),
+    ("agents/models/mlp.py", "MLPModel._as_rows", True, "block form for the kernels' first layer, dense rows when off"),
+    ("agents/models/mlp.py", "MLPModel.gradient", True, "dispatch to the hand-written backward (else autograd)"),
+    ("agents/models/mlp.py", "MLPModel.gradient_squares", True,
+     "dispatch to the hand-written backward (else autograd)"),
+    ("agents/models/mlp.py", "MLPModel.gradient_norms", True, "dispatch to the hand-written backward (else autograd)"),
     ("agents/base.py", "_replica_index", False, "a cache: arange(R) made once per size and device"),
     ("agents/base.py", "BanditAgent._argmax", False, "a shortcut: on CPU, no tie-breaking draws where no replica "
      "has a tie (random_argmax's answer, whatever the draws)"),

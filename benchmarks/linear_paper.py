@@ -130,7 +130,7 @@ def without_kernels(names: list[str]) -> None:
     around each call (about 5 us a call, included in the time)."""
     from agents import _kernels, linear, models
     from agents.lmcts import langevin_steps
-    from agents.models import LinearModel
+    from agents.models.reward import LinearModel
     from bandit_gym import rng
 
     def linear_chain(gram, moment, theta, step_size, inverse_temperature, noise):

@@ -115,7 +115,7 @@ def copied_cache(source: Path) -> Path:
 
 def detours() -> None:
     """Microseconds per call of each pool-dodging kernel and of its torch function, on one thread."""
-    from agents import models
+    from agents.models import reward as models
     from bandit_gym.threads import policy
 
     g = torch.Generator().manual_seed(0)

@@ -1,4 +1,4 @@
-"""The block-aware first layer (``model_kwargs={"block_arms": N}``: agents/blocks.py's rows, agents/_kernels.py's
+"""The block-aware first layer (``model_kwargs={"block_arms": N}``: agents/models/blocks.py's rows, agents/_kernels.py's
 products, on unless ``BANDIT_GYM_KERNELS=0``) against the dense MLP, the
 definition: forward pass, hand-written loss gradient, per-arm gradient features and their weighted norms, and
 whole agents. Tolerances: the two sum the same products in another order (the dense one adds the zeros of the
@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from agents import LMCTS
-from agents.blocks import split_blocks
-from agents.mlp import MLPModel
+from agents.models.blocks import split_blocks
+from agents.models.mlp import MLPModel
 from agents.neural import NeuralTS
 from bandit_gym import rng
 
@@ -124,7 +124,7 @@ def test_agents_with_block_arms_follow_the_dense_agents(cls):
 
 def test_an_mlp_object_keeps_its_block_setting_in_the_agent(tmp_path):
     """``LMCTS(model=MLP(block_arms=N))`` runs and saves the block layer, not a dense one."""
-    from agents.mlp import MLP
+    from agents.models.mlp import MLP
 
     agent = LMCTS(n_arms=3, dim=12, model=MLP(hidden=(8,), block_arms=3), device="cpu", seed=0)
     assert agent.hyperparameters()["model_kwargs"]["block_arms"] == 3

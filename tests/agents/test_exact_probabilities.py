@@ -9,7 +9,7 @@ import torch
 
 import bandit_gym  # noqa: F401
 from agents import DiscountedLinUCB, LinTS, LinUCB, SlidingWindowLinUCB
-from agents.propensity import monte_carlo_probabilities, uniform_over_maximisers
+from agents.loop.propensity import monte_carlo_probabilities, uniform_over_maximisers
 
 K, D = 5, 4
 

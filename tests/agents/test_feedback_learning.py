@@ -1,4 +1,4 @@
-"""Agents under delayed and batched feedback (``bandit_gym.feedback``, ``agents/feedback.py``).
+"""Agents under delayed and batched feedback (``bandit_gym.feedback``, ``agents/loop/feedback.py``).
 
 ``learn`` keeps each round's arm features and learns from a round when its reward arrives through
 ``info``. Tested: delay 0 and batch size 1 give the plain run bit for bit; the statistics change only when

@@ -14,7 +14,7 @@ from replicas import feed, logistic_rounds, make_vec
 from sklearn.linear_model import LogisticRegression
 
 from agents import GLMTSL, SGDTS, UCBGLM
-from agents.models import logistic_gradient, logistic_loss
+from agents.models.reward import logistic_gradient, logistic_loss
 
 SMALL = {"n_arms": 8, "dim": 5, "horizon": 300}
 
@@ -173,7 +173,7 @@ def test_glm_agents_and_lmcts_logistic_model_minimise_one_loss():
     gradient on the same rows vanishes to float32 rounding of a sum of 200 rows (1e-3, against an initial
     gradient of order 10), the model's loss equals ``logistic_loss`` exactly, and a mini-batch of all the rows
     in order gives the full-batch gradient (``scale = n / B = 1``)."""
-    from agents.models import LogisticModel
+    from agents.models.reward import LogisticModel
 
     R, K, d, T = 2, 5, 4, 200
     contexts, actions, played, rewards = logistic_rounds(T, R, K, d, seed=6)

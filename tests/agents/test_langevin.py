@@ -135,7 +135,7 @@ def test_langevin_optimizer_and_lmcts_chain_take_the_same_step():
     and ``beta = 4`` make the noise scale ``sqrt(2 eta / beta) = 1/4`` exact in float32 and float64, so the two
     callers' number types (Python floats, float32 tensors) cannot round it differently."""
     from agents.lmcts import langevin_steps
-    from agents.models import LinearModel
+    from agents.models.reward import LinearModel
 
     eta, beta, n_steps, d = 0.125, 4.0, 6, 3
     model = LinearModel(1, d, torch.tensor([1.0]), torch.device("cpu"))

@@ -12,7 +12,7 @@ import agents.lmcts
 import bandit_gym  # noqa: F401  (registers the envs)
 from agents import LMCTS, DivergenceError
 from agents.lmcts import langevin_steps, minibatch_stiffness, paper_inverse_temperature
-from agents.models import LinearModel, LogisticModel
+from agents.models.reward import LinearModel, LogisticModel
 
 CPU = torch.device("cpu")
 SMALL = {"n_arms": 8, "dim": 5, "horizon": 40}

@@ -8,7 +8,7 @@ import torch
 
 from agents import LMCTS, _kernels
 from agents.lmcts import LINEAR_DEFAULTS, langevin_steps
-from agents.models import LinearModel
+from agents.models.reward import LinearModel
 
 K, D_CONTEXT, R = 4, 3, 3
 

@@ -1,5 +1,5 @@
 """``MLPModel``'s hand-written backward pass (``agents/_kernels.py``, on unless ``BANDIT_GYM_KERNELS=0``) against
-the definition, autograd over the batched parameters (``agents/mlp.py`` with the switch off), and the block-aware
+the definition, autograd over the batched parameters (``agents/models/mlp.py`` with the switch off), and the block-aware
 first layer against the dense one.
 
 Tolerances: float32, both compute the same sums of products in another order (autograd accumulates the
@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agents.blocks import BlockRows
-from agents.mlp import MLPModel
+from agents.models.blocks import BlockRows
+from agents.models.mlp import MLPModel
 from bandit_gym import rng
 
 CLOSE = {"rtol": 1e-5, "atol": 1e-5}

@@ -165,7 +165,7 @@ def _played_errors(agent, n, reward_scale):
 @pytest.mark.parametrize("cls", WIDTH_AGENTS)
 def test_auto_noise_scale_is_the_prequential_error(cls):
     """``noise_scale="auto"`` (the default of NeuralUCB, NeuralTS, Neural-LinUCB): after ``n`` rounds
-    ``sigma_t^2 = (1 + sum_s s^2 e_s^2) / (1 + sum_s s^2)`` (agents/noise.py), ``e_s`` the playing network's error on
+    ``sigma_t^2 = (1 + sum_s s^2 e_s^2) / (1 + sum_s s^2)`` (models/noise.py), ``e_s`` the playing network's error on
     round ``s``'s reward. Float32 sums of the same numbers in the same order: equal to rounding (rtol 1e-5)."""
     agent = make(cls, 3, seed=0)
     assert agent.hyperparameters()["noise_scale"] == "auto" and agent.adaptive_noise

@@ -1,4 +1,4 @@
-"""Neural reward models (agents/mlp.py) and neural LMC-TS: gradients against autograd, an oracle fit,
+"""Neural reward models (agents/models/mlp.py) and neural LMC-TS: gradients against autograd, an oracle fit,
 seeding, replicas against single runs, the divergence guard, a user's own nn.Module."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from agents import LMCTS, DivergenceError, _kernels
-from agents.mlp import MLP, MLPModel, ModuleModel
+from agents.models.mlp import MLP, MLPModel, ModuleModel
 from agents.neural import gradient_steps
 from bandit_gym import rng
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from agents.mlp import MLPModel
+from agents.models.mlp import MLPModel
 from bandit_gym import rng
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Agents' action probabilities (``agents/propensity.py``) and off-policy evaluation from their logs.
+"""Agents' action probabilities (``agents/loop/propensity.py``) and off-policy evaluation from their logs.
 
 Coverage: 200 logs (one batched env, replicas sharing one problem instance) of 500 rounds by a learning
 epsilon-greedy; the target is a fixed greedy ridge policy. Its on-policy value is measured on 100,000 fresh
@@ -16,7 +16,7 @@ import torch
 
 import bandit_gym  # noqa: F401
 from agents import LMCTS, EpsGreedy, LinTS, LinUCB, UniformRandom
-from agents.propensity import monte_carlo_probabilities
+from agents.loop.propensity import monte_carlo_probabilities
 from bandit_gym.logged import ESTIMATORS, record, target_probabilities
 
 K, D = 5, 4

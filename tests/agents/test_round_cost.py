@@ -2,7 +2,7 @@
 
 The count is of what is the agent's own in a round: ``_as_contexts``, ``_select``, ``_as_rewards`` and
 ``_observe``, and ``learn``'s per-round bookkeeping (history, logger, callbacks). The round loop's own glue in
-:mod:`agents.rounds` (the env's step or its chunk of rounds, and handing the actions to it) is left out: it is the
+:mod:`agents.loop.rounds` (the env's step or its chunk of rounds, and handing the actions to it) is left out: it is the
 env's cost, the same for every agent.
 
 **A torch call** is one call that :class:`torch.overrides.TorchFunctionMode` sees: a ``torch.*`` function or a
@@ -31,8 +31,9 @@ from torch.overrides import TorchFunctionMode
 
 import agents
 import bandit_gym  # noqa: F401  (registers the envs)
-from agents import _kernels, rounds
+from agents import _kernels
 from agents.base import BanditAgent
+from agents.loop import rounds
 from bandit_gym import rng
 
 HOST_READS = {"item", "cpu", "numpy", "tolist", "__bool__", "__int__", "__float__", "__index__"}

@@ -15,7 +15,7 @@ import torch
 
 import bandit_gym  # noqa: F401  (registers the envs)
 from agents import LinTS, LinUCB
-from agents.feedback import PendingRounds
+from agents.loop.feedback import PendingRounds
 from bandit_gym.feedback import BatchedFeedback, DelayedFeedback, Drift, UnrevealedReward
 
 SIZES = {"n_arms": 5, "dim": 3}

@@ -9,7 +9,7 @@ import pytest
 import torch
 from bandit_ids import SYNTHETIC_IDS, made_up_frame  # tests/integration is on pytest's pythonpath
 
-import agents.rounds
+import agents.loop.rounds
 import bandit_gym
 from agents import LMCTS, LinTS, LinUCB
 from bandit_gym import chunked_rounds
@@ -176,7 +176,7 @@ def env_kinds(num_envs: int | None):
 @pytest.mark.parametrize("num_envs", [None, 3])
 @pytest.mark.parametrize("name", list(AGENTS))
 def test_learn_through_chunks_equals_learn_through_steps(monkeypatch, name, num_envs):
-    monkeypatch.setattr(agents.rounds, "CHUNK_ROUNDS", 7)  # several chunks per episode
+    monkeypatch.setattr(agents.loop.rounds, "CHUNK_ROUNDS", 7)  # several chunks per episode
     for make in env_kinds(num_envs):
         envs = {"chunks": make(), "steps": stepped(make())}
         assert chunked_rounds(envs["chunks"]) is not None and chunked_rounds(envs["steps"]) is None
@@ -193,7 +193,7 @@ def test_learn_through_chunks_equals_learn_through_steps(monkeypatch, name, num_
 @pytest.mark.parametrize("checked", [False, True])
 @pytest.mark.parametrize("num_envs", [None, 3])
 def test_rounds_through_chunks_hand_out_what_steps_hand_out(monkeypatch, num_envs, checked):
-    monkeypatch.setattr(agents.rounds, "CHUNK_ROUNDS", 7)
+    monkeypatch.setattr(agents.loop.rounds, "CHUNK_ROUNDS", 7)
     make = env_kinds(num_envs)[0]
     loops = [LinTS(env, seed=1).rounds(env, 70, checked=checked) for env in (make(), stepped(make()))]
     for a, b in zip(*loops, strict=True):
@@ -208,7 +208,7 @@ def test_rounds_through_chunks_hand_out_what_steps_hand_out(monkeypatch, num_env
 def test_runner_plays_the_same_numbers_through_chunks(monkeypatch):
     from bandit_experiments.runner import play_rounds
 
-    monkeypatch.setattr(agents.rounds, "CHUNK_ROUNDS", 7)
+    monkeypatch.setattr(agents.loop.rounds, "CHUNK_ROUNDS", 7)
     make = env_kinds(3)[0]
     played = [play_rounds(LinUCB(env, seed=4), env, 50) for env in (make(), stepped(make()))]
     np.testing.assert_array_equal(played[0].regret, played[1].regret)

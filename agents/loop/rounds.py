@@ -33,7 +33,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from agents.feedback import REVEALED, PendingRounds, paid
+from agents.loop.feedback import REVEALED, PendingRounds, paid
 from bandit_gym import chunked_rounds
 from bandit_gym.threads import policy
 
@@ -53,7 +53,7 @@ class Round:
     played ``(R,)`` int64 tensor; ``observation``, ``reward``, ``terminated``, ``truncated``, ``info``: what
     ``env.step`` returned (``observation`` is the next round's); ``rewards``: the reward as ``(R,)`` float32 on
     the agent's device (under delayed or batched feedback, where ``reward`` is NaN until revealed: what the step
-    paid, the sum of the rewards ``info`` reveals, :func:`agents.feedback.paid`); ``select_s``, ``update_s``:
+    paid, the sum of the rewards ``info`` reveals, :func:`agents.loop.feedback.paid`); ``select_s``, ``update_s``:
     seconds spent choosing the arms and learning (waiting for a CUDA device only with ``timed=True``).
     """
 
@@ -129,7 +129,7 @@ class Rounds:
             self.updating = True
             if self._checked:  # (update and pending.update check the contexts they are given)
                 contexts = agent._as_contexts(obs)
-            if REVEALED in info:  # delayed or batched feedback: learn from the rounds paid now (agents/feedback.py)
+            if REVEALED in info:  # delayed or batched feedback: learn from the rounds paid now (loop/feedback.py)
                 rewards = agent._as_rewards(paid(info))  # (R,) (the step's own reward is NaN until revealed)
                 if self._checked:
                     pending.update(agent, contexts, actions, info)

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from agents import _kernels
-from agents.history import History
+from agents.loop.history import History
 
 
 class RewardModel(ABC):
@@ -170,7 +170,7 @@ class LinearModel(RewardModel):
 
 
 class HistoryModel(RewardModel):
-    """A model that learns from its whole history: the rows live in a :class:`agents.history.History`, and
+    """A model that learns from its whole history: the rows live in a :class:`agents.loop.history.History`, and
     losses and gradients are full-batch or over mini-batches of rows (rescaled by ``n / B`` so that they
     estimate the full-batch values). Subclasses define :meth:`scores` and :meth:`loss` (and may
     override :meth:`gradient`)."""

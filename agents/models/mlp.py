@@ -1,11 +1,11 @@
 """Neural reward models, batched over R replicas: the MLP and a user's own ``nn.Module`` (public API).
 
-Both keep the data in a :class:`agents.history.History` and define the loss of the paper's neural
+Both keep the data in a :class:`agents.loop.history.History` and define the loss of the paper's neural
 bandits (Section 4.3), squared error plus a ridge term::
 
     L_t(theta) = sum_i (f(x_i; theta) - r_i)^2 + lambda ||theta||^2
 
-Parameters are a flat ``(R, p)`` tensor (the :class:`agents.models.RewardModel` seam); replica
+Parameters are a flat ``(R, p)`` tensor (the :class:`agents.models.reward.RewardModel` seam); replica
 ``r``'s network is initialised from its own key (stream ``INIT``), so replica ``r`` of a batch
 seeded ``s`` starts from the network of a single run seeded ``s + r``.
 
@@ -31,8 +31,8 @@ import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
 from agents import _kernels
-from agents.blocks import BlockRows, split_blocks
-from agents.models import MODELS, HistoryModel, RewardModel
+from agents.models.blocks import BlockRows, split_blocks
+from agents.models.reward import MODELS, HistoryModel, RewardModel
 from agents.validation import check_choice, check_int
 from bandit_gym import rng
 from bandit_gym.rng import Stream
@@ -108,7 +108,7 @@ class MLPModel(_NeuralModel):
     initialisation drawn from its key's ``INIT`` stream (:meth:`initial_params`).
 
     Args:
-        num_replicas, dim, lambda_reg, device: See :class:`agents.models.RewardModel`.
+        num_replicas, dim, lambda_reg, device: See :class:`agents.models.reward.RewardModel`.
         keys: The replicas' random keys ``(R,)`` (``BanditAgent.keys``), for the initialisation.
         hidden: Widths of the hidden layers (the paper: ``(20, 20, 20)``, ``(100,)``, ``(50, 50, 50)``).
         activation: ``"leaky_relu"`` (slope 0.01, the default) or ``"relu"`` (the papers'). A ReLU unit that is
@@ -119,7 +119,7 @@ class MLPModel(_NeuralModel):
             leaky ReLU [143, 193, 169, 140, 132, 230, 175, 115, 144, 143].
         block_arms: ``N`` for one-hot-block features (the real-data envs: arm ``j``'s features are the
             example in block ``j`` of ``N`` blocks of ``d / N``): the first layer then multiplies only
-            each row's block (:mod:`agents.blocks`; the same numbers, about ``N`` times fewer operations;
+            each row's block (:mod:`agents.models.blocks`; the same numbers, about ``N`` times fewer operations;
             the dense layer with ``BANDIT_GYM_KERNELS=0``) and the history keeps ``d / N`` values per row.
             None (default): the dense first layer.
     """
@@ -173,7 +173,7 @@ class MLPModel(_NeuralModel):
     def _act(self, z: torch.Tensor) -> torch.Tensor:
         return F.relu(z) if self.activation == "relu" else F.leaky_relu(z, LEAKY_SLOPE)
 
-    # -- block-aware first layer (agents/blocks.py): rows stored as their block's values and index ------------
+    # -- block-aware first layer (agents/models/blocks.py): rows stored as their block's values and index ------------
     def history_fields(self) -> dict[str, tuple[int, ...]]:
         if self.block_arms is None:
             return super().history_fields()
@@ -207,7 +207,7 @@ class MLPModel(_NeuralModel):
     # -- forward and backward passes -----------------------------------------------------------------------
     def forward(self, params: torch.Tensor, x: torch.Tensor | BlockRows) -> tuple[torch.Tensor, list]:
         """``f(x; theta)`` ``(R, n)`` for inputs ``(R, n, d)``, and each layer's input ``(R, n, width)``
-        (the first as given, or as :class:`agents.blocks.BlockRows` with ``block_arms``)."""
+        (the first as given, or as :class:`agents.models.blocks.BlockRows` with ``block_arms``)."""
         inputs, h = [], self._as_rows(x)
         layers = self.layers(params)
         for index, (weight, bias) in enumerate(layers):
@@ -266,7 +266,7 @@ class ModuleModel(_NeuralModel):
     ``torch.func.functional_call`` under ``vmap``; gradients come from autograd.
 
     Args:
-        num_replicas, dim, lambda_reg, device: See :class:`agents.models.RewardModel`.
+        num_replicas, dim, lambda_reg, device: See :class:`agents.models.reward.RewardModel`.
         keys: The replicas' random keys ``(R,)``.
         module: The network; it must have parameters, and at least one submodule with
             ``reset_parameters`` (``nn.Linear``, ``nn.Conv2d``, ...), so that copies can differ.
