@@ -222,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_run(subparsers)
     commands.add_table(subparsers)
     commands.add_plot(subparsers)
+    commands.add_bench(subparsers)
     return parser
 
 

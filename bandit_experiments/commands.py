@@ -1,11 +1,13 @@
-"""The experiment verbs of the ``bandit-gym`` command line: ``run``, ``table`` and ``plot``.
+"""The experiment verbs of the ``bandit-gym`` command line: ``run``, ``table``, ``plot`` and ``bench``.
 
     bandit-gym run CONFIG [--out DIR] [--seeds N] [--horizon T] [--env-kwargs MAPPING] [--device D]
                           [--backend local|ray] [--address ADDR] [--jobs N] [--threads N] [--quiet]
     bandit-gym table DIR
     bandit-gym plot DIR
+    bandit-gym bench SUITE [--size small|full] [--out DIR] [--seeds N] [--horizon T] [--jobs N] [--list]
 
-:func:`bandit_experiments.cli.build_parser` calls :func:`add_run`, :func:`add_table` and :func:`add_plot`.
+:func:`bandit_experiments.cli.build_parser` calls :func:`add_run`, :func:`add_table`, :func:`add_plot`
+and :func:`add_bench`.
 Errors follow the command line's style: a bad value is one line and exit status 2 (argparse), a
 config or results problem one line and exit status 1.
 """
@@ -184,4 +186,51 @@ def _run_plot(args: argparse.Namespace) -> int:
 
     for path in plot_experiment(args.directory):
         print(path)
+    return 0
+
+
+def add_bench(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "bench", help="run a named benchmark suite and write its report card (table and picture)",
+        description="Run every problem of a suite (envs x agents at their defaults x seeds; `--list` names the "
+        "suites) into DIR/<problem>/, resuming where a run stopped, then write DIR/report.md, .csv, .json and "
+        ".png: each agent's final cumulative regret over UniformRandom's on the same problem, mean +- standard "
+        "error over the seeds, as the Deep Bayesian Bandits Showdown scores it. DIR/suite.json records the suite's "
+        "name, version and size.")
+    parser.add_argument("suite", metavar="SUITE", nargs="?", default=None,
+                        help="a suite of the package (showdown, paper, uci) or a suite file (YAML)")
+    parser.add_argument("--list", action="store_true", help="list the suites of the package and exit")
+    parser.add_argument("--size", default="small", help="the suite's size: small (default) or full")
+    parser.add_argument("--out", metavar="DIR", default=None, help="results directory (default bench/<suite>-<size>)")
+    parser.add_argument("--seeds", type=count, default=None, help="seeds per problem (default: the size's)")
+    parser.add_argument("--horizon", type=count, default=None, help="rounds per problem (default: the size's)")
+    parser.add_argument("--device", type=_device, default=None, help="cpu (default), cuda or auto")
+    parser.add_argument("--jobs", type=count, default=1, help="cells run in this many processes")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway off a terminal)")
+    parser.set_defaults(run=_run_bench, parser=parser, on_interrupt=_run_interrupted, on_os_error=_run_os_error)
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    from bandit_experiments import bench
+
+    if args.list:
+        for name in bench.suite_names():
+            suite = bench.load_suite(name)
+            sizes = ", ".join(f"{size}: {v['horizon']} rounds x {v['seeds']} seeds" for size, v in suite.sizes.items())
+            print(f"{name} v{suite.version}: {len(suite.problems)} problems, {len(suite.agents)} agents ({sizes})")
+        return 0
+    if args.suite is None:
+        args.parser.error("the following arguments are required: SUITE (or --list)")
+    suite = bench.load_suite(args.suite)
+    if args.size not in suite.sizes:
+        args.parser.error(f"argument --size: must be one of {sorted(suite.sizes)} for suite {suite.name!r}, "
+                          f"got {args.size!r}")
+    out = args.out if args.out is not None else os.path.join("bench", f"{suite.name}-{args.size}")
+    args.results_dir = out  # named by the line after Ctrl-C or a write error
+    progress = not args.quiet and sys.stderr.isatty()
+    report = bench.run_suite(suite, out, args.size, seeds=args.seeds, horizon=args.horizon,
+                             device=args.device or "cpu", jobs=args.jobs, progress=progress,
+                             log=lambda line: print(line, flush=True))
+    print(bench.markdown(report))
+    print(f"report: {os.path.join(out, 'report.md')} (and .csv, .json, .png)")
     return 0

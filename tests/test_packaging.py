@@ -44,13 +44,29 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return bin_dir, wheel
 
 
+def _packages() -> list[str]:
+    """Every package of the checkout: a folder of bandit_gym, agents or bandit_experiments with an __init__.py."""
+    tops = ("bandit_gym", "agents", "bandit_experiments")
+    found = (path.parent.relative_to(REPO).parts for top in tops for path in (REPO / top).rglob("__init__.py"))
+    return sorted(".".join(parts) for parts in found)
+
+
+def test_pyproject_lists_every_package():
+    """setuptools builds only the packages pyproject.toml lists: a new subpackage left out is missing from the wheel."""
+    import tomllib
+
+    listed = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    assert sorted(listed) == _packages()
+
+
 @pytest.mark.slow
 def test_wheel_holds_the_three_packages_the_registry_and_the_command(installed):
     _, wheel = installed
     names = zipfile.ZipFile(wheel).namelist()
-    for package in ("bandit_gym", "bandit_gym/datasets", "agents", "bandit_experiments"):
-        assert f"{package}/__init__.py" in names
+    for package in _packages():
+        assert f"{package.replace('.', '/')}/__init__.py" in names
     assert "bandit_gym/envs_registry.yaml" in names
+    assert any(name.startswith("bandit_experiments/suites/") and name.endswith(".yaml") for name in names)
     assert not any(name.startswith(("tests/", "benchmarks/")) for name in names)
     entry_points = next(name for name in names if name.endswith(".dist-info/entry_points.txt"))
     assert "bandit-gym = bandit_experiments.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -50,7 +50,7 @@ def test_update_refuses_rewards_that_are_not_one_number_per_replica(reward, mess
 def test_update_refuses_a_nan_reward_and_names_where_late_rewards_are():
     agent = agent_of()
     with pytest.raises(ValueError, match=r"^reward must be a finite number, got \[1\.0, nan\]: a feedback wrapper .*"
-                                         r"info\['revealed_rounds'\] with agents\.feedback\.PendingRounds"):
+                                         r"info\['revealed_rounds'\] with agents\.loop\.feedback\.PendingRounds"):
         agent.update(observation(), np.array([0, 1]), np.array([1.0, np.nan]))
     with pytest.raises(ValueError, match=r"^reward must be finite, got \[1\.0, inf\]$"):
         agent.update(observation(), np.array([0, 1]), np.array([1.0, np.inf]))
