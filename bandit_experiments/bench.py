@@ -229,7 +229,8 @@ def run_suite(suite: Suite, out: str | Path, size: str = "small", *, seeds: int 
     prepare(out, suite, size, seeds, horizon)
     for problem in suite.problems:
         config = suite.experiment(problem, size, seeds, horizon)
-        log(f"== {problem.label}: {problem.env} {problem.env_kwargs or ''}, {config.horizon} rounds x "
+        keywords = "".join(f" {k}={v!r}" for k, v in problem.env_kwargs.items())
+        log(f"== {problem.label}: {problem.env}{keywords}, {config.horizon} rounds x "
             f"{config.seeds} seeds, {len(config.agents)} agents")
         run_experiment(config, str(out / problem.label), device=device, jobs=jobs, progress=progress, log=log)
         write_summary(out / problem.label)
@@ -328,7 +329,8 @@ def _picture(report: dict[str, Any], stem: Path) -> list[Path]:
     for i in range(len(labels)):
         for j in range(len(columns)):
             text = "-" if np.isnan(values[i, j]) else f"{values[i, j]:.2f}"
-            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if values[i, j] < 0.5 else "black")
+            dark = values[i, j] > 0.6 * image.norm.vmax  # the dark end of viridis_r: white text
+            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
     ax.set_xticks(range(len(columns)), columns, rotation=30, ha="right", fontsize=8)
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
     ax.set_title(f"{report['suite']} v{report['version']} ({report['size']}): regret / {REFERENCE}'s", fontsize=10)
