@@ -8,7 +8,9 @@ Every agent follows the Stable-Baselines3 verbs::
 """
 
 from agents.base import BanditAgent, DivergenceError
+from agents.bayes_linear import LinFullPost, NeuralLinear
 from agents.chains.langevin import LangevinOptimizer
+from agents.ensemble import EnsembleSampling
 from agents.glm import GLMTSL, SGDTS, UCBGLM
 from agents.linear import EpsGreedy, LinTS, LinUCB
 from agents.lmcts import LMCTS
@@ -17,7 +19,7 @@ from agents.loop.history import History
 from agents.models.mlp import MLP
 from agents.neural import NeuralEpsGreedy, NeuralLinUCB, NeuralTS, NeuralUCB
 from agents.nonstationary import DiscountedLinUCB, SlidingWindowLinUCB
-from agents.samplers import FGLMCTS, HMCTS, MALATS, ULMCTS, VITS, EnsembleSampling
+from agents.samplers import FGLMCTS, HMCTS, MALATS, ULMCTS, VITS
 from agents.uniform import UniformRandom
 
 __all__ = [
@@ -25,4 +27,5 @@ __all__ = [
     "UniformRandom", "LinUCB", "LinTS", "EpsGreedy", "UCBGLM", "GLMTSL", "SGDTS",
     "MLP", "NeuralUCB", "NeuralTS", "NeuralLinUCB", "NeuralEpsGreedy",
     "FGLMCTS", "MALATS", "HMCTS", "ULMCTS", "EnsembleSampling", "VITS", "DiscountedLinUCB", "SlidingWindowLinUCB",
+    "LinFullPost", "NeuralLinear",
 ]

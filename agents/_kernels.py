@@ -1,8 +1,9 @@
 """The agents' speed devices: compiled CPU kernels (numba) and torch-level shortcuts.
 
 Torch defines every computation; a kernel here is an accelerator of ONE torch function, named
-in its docstring (the measured gains are in ``docs/agents.md``). Each is tested against its torch
-function with ``torch.testing.assert_close``:
+in its docstring, which decides in its first line (``if _kernels.enabled(...): return _kernels.x(...)``).
+What each earns: ``benchmarks/speed_devices.py`` (``benchmarks/results/speed_devices.md``). Each is tested
+against its torch function with ``torch.testing.assert_close``:
 
 * numba loops of ``langevin_steps`` (linear model), ``linear_scores``, ``add_observation``
   (``tests/agents/test_kernels.py``); the agents' normal draws are ``bandit_gym.rng.approx_normal``, whose
@@ -49,7 +50,7 @@ def enabled_off_cpu(*tensors: torch.Tensor) -> bool:
         not t.is_cpu and not t.requires_grad and t.dtype == torch.float32 for t in tensors)
 
 
-# -- agents.lmcts.langevin_steps with the linear model ----------------------------------------
+# -- agents.chains.langevin.langevin_steps with the linear model ----------------------------------------
 @njit(**_JIT)
 def _linear_langevin(gram, moment, theta, step_size, inverse_temperature, noise, out):
     R, K, d = noise.shape
@@ -72,7 +73,7 @@ def _linear_langevin(gram, moment, theta, step_size, inverse_temperature, noise,
 
 def linear_langevin(gram: torch.Tensor, moment: torch.Tensor, theta: torch.Tensor, step_size: torch.Tensor,
                     inverse_temperature: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-    """Loop version of :func:`agents.lmcts.langevin_steps` for :class:`agents.models.reward.LinearModel`:
+    """Loop version of :func:`agents.chains.langevin.langevin_steps` for :class:`agents.models.reward.LinearModel`:
     ``K`` steps ``theta <- theta - eta 2 (V theta - b) + sqrt(2 eta / beta) eps_k`` per replica."""
     out = np.empty(theta.shape, np.float32)
     _linear_langevin(gram.numpy(), moment.numpy(), theta.numpy(), step_size.numpy(), inverse_temperature.numpy(),
@@ -82,7 +83,7 @@ def linear_langevin(gram: torch.Tensor, moment: torch.Tensor, theta: torch.Tenso
 
 def linear_langevin_affine(gram: torch.Tensor, moment: torch.Tensor, theta: torch.Tensor, step_size: torch.Tensor,
                            inverse_temperature: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-    """Torch version, any device, of :func:`agents.lmcts.langevin_steps` for :class:`agents.models.reward.LinearModel`.
+    """Torch version, any device, of :func:`agents.chains.langevin.langevin_steps` for the linear model.
 
     A step ``theta - eta 2 (V theta - b) + sqrt(2 eta / beta) eps_k`` is affine in ``theta``:
     ``theta <- A theta + c_k`` with ``A = I - 2 eta V`` and ``c_k = 2 eta b + sqrt(2 eta / beta) eps_k``.
@@ -304,3 +305,19 @@ def block_outer_rows(delta: torch.Tensor, rows: BlockRows, out: torch.Tensor | N
     index = rows.block[:, :, None, None, None].expand(-1, -1, o, 1, d)
     out.view(R, n, o, rows.n_blocks, d).scatter_(3, index, outer)
     return out
+
+
+def unique_argmax(values: torch.Tensor) -> torch.Tensor | None:
+    """The speed device of :meth:`agents.base.BanditAgent._argmax` (CPU, ``BANDIT_GYM_KERNELS``): each row's only
+    maximiser ``(R, K) -> (R,)`` (arm 0 for a row with a NaN, which has none), or None where some row has a tie.
+
+    Without a tie :func:`agents.base.random_argmax`'s answer is that maximiser whatever the draws, so the round's tie
+    draws (6 torch calls with the kernels on) are skipped; a draw is a function of the round, so skipping one changes no
+    later draw. It reads one count into Python (a wait on a GPU, where it is off). Measured on CPU
+    (``benchmarks/chunks.py --tie-shortcut``, ``benchmarks/results/round_cost.md``): ``_argmax`` 5.3 times faster,
+    LinUCB's ``learn`` on LinearBandit-v0 1.5 times at R = 1 and 1.4 times at R = 10.
+    """
+    is_best = values == values.amax(dim=1, keepdim=True)  # (R, K)
+    if int(is_best.sum(dim=1).amax()) > 1:
+        return None
+    return is_best.byte().argmax(dim=1)  # the first (only) maximiser; 0 where there is none

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 #: Constructor keywords of every agent that are not hyperparameters (sizes, seed, device).
-NOT_HYPERPARAMETERS = frozenset({"self", "env", "seed", "device", "n_arms", "dim", "num_replicas"})
+NOT_HYPERPARAMETERS = frozenset({"self", "env", "seed", "device", "n_arms", "dim", "num_replicas", "chain"})
 
 #: The optional-dependency group ("extra") of bandit-gym that installs each optional package.
 EXTRA_OF_MODULE = {

@@ -129,7 +129,7 @@ def without_kernels(names: list[str]) -> None:
     kernel's gain in ``docs/agents.md`` is measured. The replacement sets ``BANDIT_GYM_KERNELS=0``
     around each call (about 5 us a call, included in the time)."""
     from agents import _kernels, linear, models
-    from agents.lmcts import langevin_steps
+    from agents.chains.langevin import langevin_steps
     from agents.models.reward import LinearModel
     from bandit_gym import rng
 

@@ -68,7 +68,7 @@ class _NeuralModel(HistoryModel):
 
     #: LMC-TS draws each inner step's noise when the step runs and skips round 1's prior chain.
     per_step_noise = True
-    # LMC-TS's neural defaults (eta_0, beta, lambda) are agents.lmcts.NEURAL_DEFAULTS, set with lambda before
+    # LMC-TS's neural defaults (eta_0, beta, lambda) are ``LMCTS.defaults["neural"]``, set with lambda before
     # the model is built; the baselines' are in agents/neural.py.
 
     def loss(self, params: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:

@@ -12,7 +12,7 @@ from replicas import linear_rounds
 
 from agents import _kernels
 from agents.base import random_argmax
-from agents.lmcts import langevin_steps
+from agents.chains.langevin import langevin_steps
 from agents.models.reward import LinearModel, add_observation, linear_scores
 from bandit_gym import rng
 from bandit_gym.rng import Stream

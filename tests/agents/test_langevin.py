@@ -134,7 +134,7 @@ def test_langevin_optimizer_and_lmcts_chain_take_the_same_step():
     from the same generator state), give bit-identical iterates: both apply ``langevin_update``. ``eta = 1/8``
     and ``beta = 4`` make the noise scale ``sqrt(2 eta / beta) = 1/4`` exact in float32 and float64, so the two
     callers' number types (Python floats, float32 tensors) cannot round it differently."""
-    from agents.lmcts import langevin_steps
+    from agents.chains.langevin import langevin_steps
     from agents.models.reward import LinearModel
 
     eta, beta, n_steps, d = 0.125, 4.0, 6, 3

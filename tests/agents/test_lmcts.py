@@ -8,10 +8,11 @@ import gymnasium as gym
 import pytest
 import torch
 
-import agents.lmcts
+import agents.chains.langevin
 import bandit_gym  # noqa: F401  (registers the envs)
 from agents import LMCTS, DivergenceError
-from agents.lmcts import langevin_steps, minibatch_stiffness, paper_inverse_temperature
+from agents.chains.langevin import langevin_steps, minibatch_stiffness
+from agents.lmcts import paper_inverse_temperature
 from agents.models.reward import LinearModel, LogisticModel
 
 CPU = torch.device("cpu")
@@ -241,7 +242,7 @@ def test_minibatch_stiffness_in_chunks_of_replicas_equals_all_at_once(monkeypatc
     whole = minibatch_stiffness(agent.model, theta, batch, preconditioner, agent.lambda_reg)
     p = theta.shape[1]
     for replicas_per_chunk in (1, 2):
-        monkeypatch.setattr(agents.lmcts, "STIFFNESS_CHUNK_FLOATS", replicas_per_chunk * 8 * p)
+        monkeypatch.setattr(agents.chains.langevin, "STIFFNESS_CHUNK_FLOATS", replicas_per_chunk * 8 * p)
         chunked = minibatch_stiffness(agent.model, theta, batch, preconditioner, agent.lambda_reg)
         assert torch.equal(chunked, whole), (replicas_per_chunk, chunked, whole)
     assert torch.isfinite(whole).all() and (whole > 0).all()

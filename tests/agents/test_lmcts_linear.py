@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from agents import LMCTS, _kernels
-from agents.lmcts import LINEAR_DEFAULTS, langevin_steps
+from agents.chains.langevin import langevin_steps, linear_langevin_steps
 from agents.models.reward import LinearModel
 
 K, D_CONTEXT, R = 4, 3, 3
@@ -46,8 +46,8 @@ def play(agent: LMCTS, contexts: torch.Tensor, rewards) -> torch.Tensor:
 
 def scaled_gram(agent: LMCTS) -> torch.Tensor:
     """``S V S`` in float64, ``(R, p, p)``: the linear model's Gram matrix, the GLM's ``lambda D + sum z z^T / 8``."""
-    scale = agent.feature_scale().double()
-    gram = agent.model.gram if isinstance(agent.model, LinearModel) else agent.bound_gram
+    scale = agent.scaling.scale().double()
+    gram = agent.model.gram if isinstance(agent.model, LinearModel) else agent.scaling.bound_gram
     return scale[:, :, None] * gram.double() * scale[:, None, :]
 
 
@@ -55,7 +55,7 @@ def test_defaults_are_the_scaled_chain_at_the_theorems_step_and_the_plain_chain_
     agent = LMCTS(n_arms=K, dim=K * D_CONTEXT, seed=0, device="cpu")
     h = agent.hyperparameters()
     assert (h["step_schedule"], h["scale_features"], h["intercept"]) == ("inverse_lambda_max", True, None)
-    assert agent.step_size.tolist() == [LINEAR_DEFAULTS["step_size"]] == [0.25]
+    assert agent.step_size.tolist() == [LMCTS.defaults["linear"]["step_size"]["inverse_lambda_max"]] == [0.25]
     assert agent.model_dim == K * D_CONTEXT + K  # one-hot blocks possible (K divides d): a constant per arm
     paper = LMCTS(n_arms=K, dim=K * D_CONTEXT, seed=0, device="cpu", step_schedule="inverse_t", intercept=False)
     assert (paper.scale_features, paper.model_dim) == (False, K * D_CONTEXT)
@@ -96,7 +96,7 @@ def test_a_feature_multiplied_by_a_constant_changes_nothing(model):
 
 @pytest.mark.parametrize("model", ["linear", "glm"])
 def test_the_step_bound_is_weyls_and_exact_when_the_penalty_is_renewed(model):
-    """``gram_top >= lambda_max(S V_t S)`` every round (the last exact value plus ``|S x|^2`` per row: Weyl's
+    """``scaling.top >= lambda_max(S V_t S)`` every round (the last exact value plus ``|S x|^2`` per row: Weyl's
     inequality), equal to it after rounds 1, 3, 7, 15, 31 (renewed with ``D``), so ``eta_t lambda_max <= eta_0``
     (the GLM: ``V = lambda D + sum z z^T / 8``, half its curvature bound)."""
     contexts, rewards = one_hot_block_rounds(40, seed=2, column_scale=torch.tensor([30.0, 1.0, 0.01]))
@@ -106,12 +106,12 @@ def test_the_step_bound_is_weyls_and_exact_when_the_penalty_is_renewed(model):
         actions = torch.as_tensor(agent.predict(contexts[t].numpy())[0])
         agent.update(contexts[t].numpy(), actions.numpy(), rewards(t, actions).numpy())
         exact = torch.linalg.eigvalsh(scaled_gram(agent))[:, -1].float()  # (R,)
-        assert bool((agent.gram_top >= exact * (1 - 1e-5)).all()), t
+        assert bool((agent.scaling.top >= exact * (1 - 1e-5)).all()), t
         assert bool((agent.current_step_size(t + 2) * exact <= eta_0 * (1 + 1e-5)).all()), t
         if t + 2 in (2, 4, 8, 16, 32):
-            torch.testing.assert_close(agent.gram_top, exact, rtol=1e-5, atol=0.0)
+            torch.testing.assert_close(agent.scaling.top, exact, rtol=1e-5, atol=0.0)
         elif t > 4:
-            assert bool((agent.gram_top > exact * (1 + 1e-3)).any()), t  # between renewals: a bound, not exact
+            assert bool((agent.scaling.top > exact * (1 + 1e-3)).any()), t  # between renewals: a bound, not exact
 
 
 @pytest.mark.parametrize("path", ["as_configured", "affine"])
@@ -130,9 +130,9 @@ def test_the_chain_in_scaled_coordinates_is_the_preconditioned_definition(path, 
     gen = torch.Generator().manual_seed(0)
     noise = torch.randn(R, 100, agent.model_dim, generator=gen)
     eta = agent.current_step_size(21)
-    ran = agent._linear_chain(agent.theta, eta, noise)
+    ran = linear_langevin_steps(agent.model, agent.theta, eta, agent.inverse_temperature, noise, agent.scaling.scale())
     definition = langevin_steps(agent.model, agent.theta, eta, agent.inverse_temperature, noise,
-                                preconditioner=agent.feature_scale() ** 2)
+                                preconditioner=agent.scaling.scale() ** 2)
     torch.testing.assert_close(ran, definition, rtol=1e-4, atol=1e-5)
 
 
@@ -166,7 +166,7 @@ def test_save_and_load_keep_the_scales_and_the_bound(tmp_path):
     play(agent, contexts[:13], rewards)
     agent.save(tmp_path / "agent.pt")
     loaded = LMCTS.load(tmp_path / "agent.pt", device="cpu")
-    assert torch.equal(loaded.gram_top, agent.gram_top) and torch.equal(loaded.model.penalty, agent.model.penalty)
+    assert torch.equal(loaded.scaling.top, agent.scaling.top) and torch.equal(loaded.model.penalty, agent.model.penalty)
     later = contexts[13:]
 
     def shifted(t, actions):

@@ -269,7 +269,7 @@ def test_preconditioned_langevin_steps_target_the_same_law():
     exactly. With M_j = 1 / (2 q_j) and eta = 0.1 every coordinate mixes at the same rate; 200 steps forget the
     start by 0.9^200 < 1e-9. Tolerance: 5 standard errors of the variance of 20,000 Gaussian chains
     (sqrt(2 / N) relative, 5%)."""
-    from agents.lmcts import langevin_steps
+    from agents.chains.langevin import langevin_steps
 
     q = torch.tensor([0.1, 1.0, 10.0, 1000.0])
 
@@ -326,7 +326,7 @@ def test_neural_ts_cuda_matches_cpu(block_arms):
     the diagonal within 1e-3 relative after 10 rounds (float32 rounding of different kernels)."""
     from agents.neural import NeuralTS
 
-    kwargs = dict(n_arms=2, dim=6, num_replicas=2, model="mlp", n_grad_steps=5, batch_size=4, step_size=0.05,
+    kwargs = dict(n_arms=2, dim=6, num_replicas=2, model="mlp", n_inner_steps=5, batch_size=4, step_size=0.05,
                   model_kwargs={"hidden": (8, 8), "block_arms": block_arms}, seed=2)
     cpu, cuda = NeuralTS(device="cpu", **kwargs), NeuralTS(device="cuda", **kwargs)
     g = torch.Generator().manual_seed(0)

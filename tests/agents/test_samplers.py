@@ -16,7 +16,7 @@ import torch
 from replicas import feed, linear_rounds, logistic_rounds, make_vec
 
 from agents import FGLMCTS, HMCTS, LMCTS, MALATS, ULMCTS, VITS, EnsembleSampling
-from agents.samplers import _FeelGoodModel
+from agents.models.feelgood import FeelGood
 
 # The linear-Gaussian posterior of tests/agents/test_lmcts.py: fixed data shared by all replicas, d = 3,
 # lambda = 1, V = I + X^T X with eigenvalues in [1.6, 3.6].
@@ -173,7 +173,7 @@ def test_feel_good_closed_form_gradient_equals_autograd(model):
     agent = FGLMCTS(n_arms=5, dim=4, num_replicas=3, seed=0, device="cpu", model=model, lambda_fg=[0.5, 1.0, 2.0],
                     feel_good_cap=0.3, n_inner_steps=2, **({"batch_size": None} if model == "glm" else {}))
     feed(agent, contexts, actions, rewards)
-    fg = _FeelGoodModel(agent.model, agent.contexts, agent.lambda_fg, 0.3, own_batches=False)
+    fg = FeelGood(agent.model, agent.contexts, agent.lambda_fg, 0.3, own_batches=False, batch_size=None)
     theta = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
     with torch.enable_grad():
         p = theta.clone().requires_grad_()
@@ -203,7 +203,7 @@ def test_feel_good_gradient_with_repeated_arm_sets_equals_autograd(model):
     feed(agent, contexts, actions, rewards)
     assert agent.contexts.n_sets.tolist() == [1, 3, 12]
     torch.testing.assert_close(agent.contexts.rows(), contexts.transpose(0, 1))
-    fg = _FeelGoodModel(agent.model, agent.contexts, agent.lambda_fg, 0.3, own_batches=False)
+    fg = FeelGood(agent.model, agent.contexts, agent.lambda_fg, 0.3, own_batches=False, batch_size=None)
     theta = torch.randn(3, 4, generator=torch.Generator().manual_seed(1))
     best = torch.einsum("rnkd,rd->rnk", agent.contexts.rows(), theta).amax(dim=2)
     assert bool((best < 0.3).any()) and bool((best > 0.3).any())
@@ -244,7 +244,7 @@ def test_hmc_with_one_leapfrog_step_is_mala():
     for agent in agents:
         feed(agent, contexts, actions, rewards)
     torch.testing.assert_close(agents[0].theta, agents[1].theta, rtol=1e-4, atol=1e-4)
-    assert torch.equal(agents[0].accepted, agents[1].accepted)
+    assert torch.equal(agents[0].chain.accepted, agents[1].chain.accepted)
     assert 0.2 < agents[0].acceptance_rate.mean().item() < 1  # a step large enough that some are rejected
 
 
