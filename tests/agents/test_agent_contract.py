@@ -40,13 +40,14 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py: t
 SIZES = {"n_arms": 6, "dim": 4, "horizon": 40}
 ROUNDS = 20  # recorded rounds: past the GLM agents' first d = 4 random rounds, and several of their fits
 
-_NEURAL = {"model_kwargs": {"hidden": (8, 8)}, "n_grad_steps": 3, "batch_size": 4}
+_NEURAL = {"model_kwargs": {"hidden": (8, 8)}, "n_inner_steps": 3, "batch_size": 4}
 #: Constructor keywords that make a case cheap at these sizes, only for the agents whose defaults are slow here.
 FAST: dict[str, dict[str, Any]] = {
     "LMCTS": {"n_inner_steps": 10}, "FGLMCTS": {"n_inner_steps": 10}, "MALATS": {"n_inner_steps": 10},
     "HMCTS": {"n_inner_steps": 4, "n_leapfrog": 3}, "ULMCTS": {"n_inner_steps": 10}, "VITS": {"n_inner_steps": 10},
     "EnsembleSampling": {"n_members": 4},
     "NeuralUCB": _NEURAL, "NeuralTS": _NEURAL, "NeuralLinUCB": _NEURAL, "NeuralEpsGreedy": _NEURAL,
+    "NeuralLinear": {"model_kwargs": {"hidden": (8,)}, "n_inner_steps": 3, "batch_size": 4, "train_every": 7},
 }
 #: The agents whose default reward model is logistic: they play LogisticBandit-v0, the others LinearBandit-v0.
 LOGISTIC = {"UCBGLM", "GLMTSL", "SGDTS"}
@@ -63,6 +64,7 @@ PER_REPLICA: dict[str, tuple[str, list[float]] | None] = {
     "VITS": ("inverse_temperature", [3.0, 300.0]),
     "NeuralUCB": ("lambda_reg", [0.1, 2.0]), "NeuralTS": ("lambda_reg", [0.1, 2.0]),
     "NeuralLinUCB": ("lambda_reg", [0.1, 2.0]), "NeuralEpsGreedy": ("lambda_reg", [0.1, 2.0]),
+    "LinFullPost": ("lambda_reg", [0.25, 4.0]), "NeuralLinear": ("lambda_reg", [0.25, 4.0]),
 }
 
 

@@ -37,6 +37,7 @@ AGENTS = {
     "HMCTS": "{fixed: {n_inner_steps: 3, n_leapfrog: 2}}", "ULMCTS": "{fixed: {n_inner_steps: 5}}",
     "EnsembleSampling": "{fixed: {n_members: 3}}", "VITS": "{fixed: {n_inner_steps: 3}}",
     "DiscountedLinUCB": "{}", "SlidingWindowLinUCB": "{fixed: {window: 5}}",
+    "LinFullPost": "{}", "NeuralLinear": "{fixed: {model_kwargs: {hidden: [8]}, n_inner_steps: 3, train_every: 5}}",
 }
 CONFIG = "name: interrupt\nenv: LinearBandit-v0\nhorizon: 24\nseeds: 2\nenv_kwargs: {n_arms: 4, dim: 3}\nagents:\n" + \
     "".join(f"  {name}: {entry}\n" for name, entry in AGENTS.items())
