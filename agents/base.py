@@ -38,6 +38,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from agents import _kernels
 from agents.loop import propensity
 from agents.loop.callbacks import as_round_hooks, make_env
 from agents.loop.rounds import Rounds
@@ -498,8 +499,9 @@ class BanditAgent(ABC):
                 raise ValueError(f"observation must be an array of numbers, ({self.n_arms}, {self.dim}) or "
                                  f"({self.num_replicas}, {self.n_arms}, {self.dim}), numpy or torch, got "
                                  f"{short_repr(observation)}")
+            if array.ndim == 2:
+                array = array[None]  # (1, K, d), a numpy view
             x = torch.from_numpy(array if array.flags.writeable else array.copy())
-        given = x
         if x.ndim == 2:
             x = x.unsqueeze(0)
         if x.shape != (self.num_replicas, self.n_arms, self.dim):
@@ -508,7 +510,7 @@ class BanditAgent(ABC):
         if x.dtype != torch.float32 or x.device != self.device:
             x = x.to(self.device, torch.float32)
         if check_finite and not bool(np.isfinite(x.detach().numpy()).all() if x.is_cpu else torch.isfinite(x).all()):
-            bad = ~torch.isfinite(given.to(torch.float32))  # where, in the shape the user gave
+            bad = ~torch.isfinite(x.reshape(np.shape(observation)))  # where, in the shape the user gave
             count, first = int(bad.sum()), tuple(int(i) for i in bad.nonzero()[0])
             raise ValueError(f"observation must be finite (no NaN or Inf), got {count} NaN or Inf "
                              f"value{'s' if count > 1 else ''}, the first at index {first}")
@@ -546,7 +548,7 @@ class BanditAgent(ABC):
                              f"{math.prod(reward.shape)} values of shape {tuple(reward.shape)}")
         if reward.dtype != torch.float32 or reward.device != self.device:
             reward = reward.to(self.device, torch.float32)
-        return reward.reshape(self.num_replicas)
+        return reward if reward.shape == (self.num_replicas,) else reward.reshape(self.num_replicas)
 
     def _draws(self, kind: str, stream: Stream, shape: tuple[int, ...], t: int | None = None) -> torch.Tensor:
         """Round ``t``'s (default: this round's) ``"uniform"`` or ``"normal"`` draws of a stream, ``(R, *shape)``:
@@ -557,18 +559,11 @@ class BanditAgent(ABC):
         return rng.approx_normal(self.keys, stream, t, shape)
 
     def _argmax(self, values: torch.Tensor) -> torch.Tensor:
-        """Greedy arm per replica, ties broken at random with this round's draws: ``(R, K) -> (R,)``.
-
-        On CPU the draws are made only when some replica has a tie (rare with real-valued scores): without one,
-        :func:`random_argmax`'s answer is each row's only maximiser (arm 0 for a row with a NaN, which has none),
-        whatever the draws. A draw is a function of the round, so skipping one changes no later draw. (On a
-        GPU, asking would wait for the device: the draws are always made.)
-        """
-        if values.is_cpu:
-            is_best = values == values.amax(dim=1, keepdim=True)  # (R, K)
-            if int(is_best.sum(dim=1).amax()) <= 1:
-                return is_best.byte().argmax(dim=1)  # the first (only) maximiser; 0 where there is none
-        return random_argmax(values, self._draws("uniform", Stream.TIES, (self.n_arms,)).to(values.device))
+        """Greedy arm per replica, ties broken at random with this round's draws: ``(R, K) -> (R,)``
+        (:func:`random_argmax`)."""
+        if _kernels.enabled(values) and (only := _kernels.unique_argmax(values)) is not None:
+            return only
+        return random_argmax(values, self._draws("uniform", Stream.TIES, (self.n_arms,)))
 
     def _check_learned(self, last_round: int) -> None:  # noqa: B027  (a hook: most agents check in _observe)
         """Raise :class:`DivergenceError` if the learned state has a NaN or Inf after round ``last_round``.

@@ -21,9 +21,13 @@ the library's own loops run on one thread unless told otherwise:
   there the policy runs one thread whatever is chosen (``"torch"`` included), so such workers work.
 
 A choice holds for the library calls made inside it: in ``with policy(4): agent.learn()`` and
-``agent.learn(threads=4)``, ``env.step`` also uses 4 threads. The choice is process-wide, as torch's
-setting is. Cost: ``torch.set_num_threads`` is called only when the number differs, and a call nested
-in another reads nothing; an outermost call (a user's own ``env.step`` loop) costs about 1-2 us, mostly
+``agent.learn(threads=4)``, ``env.step`` also uses 4 threads. A loop is entered once, not once per round: ``learn``
+and the experiment runner's ``play_rounds`` enter the policy around their whole loop, and the round loop
+(:class:`agents.loop.rounds.Rounds`) enters one per round only where no enclosing policy already holds its choice
+(:func:`holds`: a bare ``for r in agent.rounds(env)`` loop, whose own code between rounds keeps the user's setting).
+The choice is process-wide, as torch's setting is. Cost: ``torch.set_num_threads`` is called only when
+the number differs, and a call nested in another reads nothing; an outermost call (a user's own ``env.step`` loop)
+costs about 1-2 us, mostly
 reading the variable (2-core CPU shared with other processes; ``benchmarks/results/threads.md``).
 
 Examples:
@@ -47,7 +51,7 @@ from typing import Any, TypeVar
 
 import torch
 
-__all__ = ["DEFAULT_THREADS", "ENV_VAR", "LARGE_WORK", "TORCH", "policy", "resolve"]
+__all__ = ["DEFAULT_THREADS", "ENV_VAR", "LARGE_WORK", "TORCH", "holds", "policy", "resolve"]
 
 #: The environment variable that sets the library's threads: a positive integer, or ``torch``.
 ENV_VAR = "BANDIT_GYM_THREADS"
@@ -101,6 +105,19 @@ def resolve(threads: int | str | None = None, work: int | None = None) -> int | 
     """
     choice = _choice(None if threads is None else _check("threads", threads), work)
     return None if choice == TORCH else choice
+
+
+def holds(threads: int | str | None = None) -> bool:
+    """Whether an enclosing :class:`policy` already holds the choice that ``policy(threads)`` would make: inside a
+    policy, ``threads`` None or the same choice. Entering ``policy(threads)`` there would change nothing (it neither
+    reads the variable nor sets torch's threads), so a loop run inside one need not enter it per round.
+
+    Raises:
+        ValueError: ``threads`` is not a positive integer or ``"torch"``.
+    """
+    if _chosen is None:
+        return False
+    return threads is None or _choice(_check("threads", threads)) == _chosen
 
 
 #: True in a process forked from one that had native threads running (PyTorch's OpenMP pool): there, a

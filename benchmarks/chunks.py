@@ -9,6 +9,14 @@ calls ``env.step``), and ``chunks``, the env as made (the loop draws ``next_roun
 average after it). Both ways play the same numbers: the script checks that their regrets are equal.
 
     python benchmarks/chunks.py [--replicas 1 10] [--rounds 2000] [--repeats 5]
+
+``--tie-shortcut`` times instead the speed device of ``agents.base.BanditAgent._argmax``
+(``agents._kernels.unique_argmax``: no tie draws where no row has a tie) on and off, interleaved, in this one process:
+``_argmax`` alone on a LinUCB round's scores, and LinUCB's whole ``learn`` (chunks); CPU seconds of this process
+(``time.process_time``, less moved by other processes than the wall clock), best of ``--repeats``. Both ways play
+the same numbers: the script checks that the actions and regrets are equal.
+
+    python benchmarks/chunks.py --tie-shortcut [--replicas 1 10] [--rounds 2000] [--repeats 5]
 """
 
 from __future__ import annotations
@@ -23,7 +31,8 @@ import numpy as np
 import torch
 
 import bandit_gym  # noqa: F401  (registers the envs)
-from agents import LinUCB
+from agents import LinUCB, _kernels
+from bandit_gym.threads import policy
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _report import cpu_model  # noqa: E402
@@ -49,12 +58,54 @@ def timed_learn(replicas: int, stepped: bool, rounds: int) -> tuple[float, np.nd
     return time.perf_counter() - start, agent.history["regret"]
 
 
+def time_tie_shortcut(replicas: int, rounds: int, repeats: int) -> None:
+    """Print a row per part: CPU seconds with the device off and on, and their ratio (off / on)."""
+    device = _kernels.unique_argmax
+    agent = LinUCB(make(replicas, False), seed=0)
+    agent.learn(20)
+    scores = torch.randn(replicas, agent.n_arms, generator=torch.Generator().manual_seed(0))  # no ties
+    best = {(part, on): float("inf") for part in ("_argmax", "learn") for on in (True, False)}
+    played = {}
+    try:
+        for _ in range(repeats):
+            for on in (False, True):
+                _kernels.unique_argmax = device if on else (lambda values: None)  # off: every round draws its ties
+                start = time.process_time()
+                with policy():  # the threads of learn's rounds
+                    for _ in range(rounds):
+                        agent._argmax(scores)
+                best["_argmax", on] = min(best["_argmax", on], time.process_time() - start)
+                env = make(replicas, False)
+                learner = LinUCB(env, seed=0)
+                start = time.process_time()
+                learner.learn(env, rounds)
+                best["learn", on] = min(best["learn", on], time.process_time() - start)
+                played[on] = (learner.history["action"], learner.history["regret"])
+    finally:
+        _kernels.unique_argmax = device
+    if not all(np.array_equal(a, b) for a, b in zip(played[True], played[False], strict=True)):
+        raise SystemExit(f"R = {replicas}: the tie shortcut on and off played different arms")
+    for part in ("_argmax", "learn"):
+        off, on = (1000 * best[part, o] / rounds for o in (False, True))
+        print(f"| {replicas} | {part} | {off:.4f} | {on:.4f} | {off / on:.2f} | {os.getloadavg()[0]:.1f} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 10])
     parser.add_argument("--rounds", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--tie-shortcut", action="store_true", help="time _argmax's tie shortcut on and off")
     args = parser.parse_args(argv)
+    if args.tie_shortcut:
+        print(f"{cpu_model()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start; torch "
+              f"{torch.__version__}, {torch.get_num_threads()} intra-op threads; LinUCB on {ENV_ID} (50 arms x dim "
+              f"20), {args.rounds} rounds, best of {args.repeats}, CPU seconds per 1,000 rounds (or calls)")
+        print("| R | part | device off | device on | off/on | load after |")
+        print("|---|---|---|---|---|---|")
+        for replicas in args.replicas:
+            time_tie_shortcut(replicas, args.rounds, args.repeats)
+        return
     print(f"{cpu_model()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start; torch "
           f"{torch.__version__}, {torch.get_num_threads()} intra-op threads; LinUCB learn on {ENV_ID} (50 arms x dim "
           f"20), {args.rounds} rounds, best of {args.repeats}, seconds per 1,000 rounds")

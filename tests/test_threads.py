@@ -243,3 +243,37 @@ def test_policy_refuses_work_that_is_not_a_count(bad):
     with pytest.raises(ValueError, match=rf"^work must be None or an integer >= 0 \(floats of a round's arithmetic\), "
                                          rf"got {re.escape(repr(bad))}$"):
         policy(work=bad)
+
+
+def counting_enters(monkeypatch) -> list[object]:
+    """Every entering of a policy (``with policy():``, ``@policy()``), recorded by its ``threads``."""
+    calls = []
+    enter = threads._enter
+    monkeypatch.setattr(threads, "_enter", lambda chosen, work=None: (calls.append(chosen), enter(chosen, work))[1])
+    return calls
+
+
+def test_learn_enters_the_policy_once_per_loop_not_per_round(monkeypatch):
+    """learn(60) enters as many policies as learn(6): its own, around the loop; none per round."""
+    counts = []
+    for rounds in (6, 60):
+        env = gym.make("LinearBandit-v0", n_arms=4, dim=3, horizon=1000)
+        agent = LinUCB(env, seed=0, device="cpu")
+        calls = counting_enters(monkeypatch)
+        agent.learn(rounds)
+        counts.append(len(calls))
+    assert counts[0] == counts[1] and counts[0] >= 1
+
+
+def test_a_bare_rounds_loop_enters_the_policy_per_round_and_leaves_the_users_setting_between(monkeypatch):
+    """Outside any policy the round loop runs each round on the library's thread and the loop's body on the user's:
+    the same decisions as entering per round."""
+    env = gym.make("LinearBandit-v0", n_arms=4, dim=3, horizon=1000)
+    agent = LinUCB(env, seed=0, device="cpu")
+    calls = counting_enters(monkeypatch)
+    between = [torch.get_num_threads() for _ in agent.rounds(env, 7)]
+    assert between == [USER] * 7 and len(calls) >= 7
+    calls.clear()
+    with policy(2):
+        between = [torch.get_num_threads() for _ in agent.rounds(env, 7, threads=2)]
+    assert between == [2] * 7 and calls.count(2) == 1  # policy(2) holds the loop's choice: no round enters it

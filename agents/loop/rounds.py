@@ -35,7 +35,7 @@ import torch
 
 from agents.loop.feedback import REVEALED, PendingRounds, paid
 from bandit_gym import chunked_rounds
-from bandit_gym.threads import policy
+from bandit_gym.threads import holds, policy
 
 #: Most rounds one ``next_rounds`` call draws: 256 rounds make the call's own cost (a few tensor operations per
 #: block of rounds) small beside the rounds' (measured with ``benchmarks/chunks.py``).
@@ -90,7 +90,9 @@ class Rounds:
         return self
 
     def __next__(self) -> Round:
-        with self._threads:
+        if holds(self._threads.threads):  # learn's or the runner's policy, entered once around the whole loop
+            return next(self._loop)
+        with self._threads:  # a bare loop: each round on the library's threads, the code between on the user's
             return next(self._loop)
 
     def close(self) -> None:

@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from agents import LinUCB
+from agents import LinUCB, _kernels
+from agents._kernels import unique_argmax
 from agents.base import DivergenceError, random_argmax
 from bandit_gym.rng import Stream
 
@@ -63,3 +64,33 @@ def test_check_finite_passes_huge_finite_float32():
     agent = _agent(2)
     agent._check_finite(torch.full((2, 3), torch.finfo(torch.float32).max), "theta")
     agent._check_finite(torch.full((2, 3), -torch.finfo(torch.float32).max), "theta")
+
+
+@pytest.mark.parametrize("rows", [
+    [[0.1, 0.7, 0.3, 0.2], [0.4, 0.1, 0.9, 0.1]],
+    [[0.1, 0.7, 0.3, 0.2], [0.3, 0.3, 0.3, 0.0]],  # a tie in one row: the device answers None
+    [[math.nan, 0.2, 0.9, 0.1]],
+])
+def test_unique_argmax_is_random_argmax_where_it_answers_and_none_at_a_tie(rows):
+    """The speed device of _argmax: where no row has a tie it gives random_argmax's answer for any draws; it
+    answers None (the round then draws its ties) exactly where some row has a tie."""
+    values = torch.tensor(rows)
+    tied = bool(((values == values.amax(dim=1, keepdim=True)).sum(dim=1) > 1).any())
+    answer = unique_argmax(values)
+    assert (answer is None) == tied
+    if answer is not None:
+        for seed in range(5):
+            draws = torch.rand(values.shape, generator=torch.Generator().manual_seed(seed))
+            assert torch.equal(answer, random_argmax(values, draws))
+
+
+def test_argmax_with_kernels_off_is_the_plain_definition(monkeypatch):
+    """BANDIT_GYM_KERNELS=0 switches the tie shortcut off: _argmax then draws the round's ties every round."""
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+    answered = []
+    monkeypatch.setattr(_kernels, "unique_argmax", lambda values: answered.append(values))
+    agent = _agent(1)
+    values = torch.tensor([[0.1, 0.7, 0.3, 0.2]])
+    assert int(agent._argmax(values)) == 1 and answered == []
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
+    assert int(agent._argmax(values)) == 1 and len(answered) == 1
