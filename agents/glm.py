@@ -41,7 +41,14 @@ import torch
 from agents.base import BanditAgent, chosen_rows
 from agents.linear import ArmFeatures, is_power_of_two, potter, sherman_morrison, ucb_scores
 from agents.loop.history import History
-from agents.models.reward import linear_scores, logistic_gradient, logistic_loss, matvec  # noqa: F401 (agents.glm.logistic_loss: docs/agents.md)
+from agents.models.reward import (  # noqa: F401 (agents.glm.logistic_loss: docs/agents.md)
+    linear_scores,
+    load_prefixed_state,
+    logistic_gradient,
+    logistic_loss,
+    matvec,
+    prefixed_state,
+)
 from agents.uniform import uniform_arms
 from agents.validation import check_float
 from bandit_gym.rng import Stream
@@ -70,7 +77,7 @@ class _LogisticAgent(BanditAgent):
         exploration_scale: The agent's exploration scale ``>= 0``, a number or one per replica.
         lambda_reg: Ridge weight ``lambda > 0`` of ``lambda ||theta||^2``, a number or one per replica.
         n_explore_rounds: ``tau >= 0`` rounds of uniformly random arms first; a number or one per replica.
-        n_mle_steps: Warm-started MLE steps per round (each a pass over the history); one per replica or one.
+        n_inner_steps: Warm-started MLE steps per round (each a pass over the history); one per replica or one.
         intercept: Add a constant per arm to its features (as :class:`agents.LinUCB`'s): None (default) where the
             arms are one-hot blocks, True always, False never.
         scale_features: Penalise each feature by its mean square over the rows shown (``lambda D``, renewed at
@@ -81,12 +88,16 @@ class _LogisticAgent(BanditAgent):
     """
 
     def __init__(self, env=None, *, exploration_scale: Any, lambda_reg: Any = 1.0, n_explore_rounds: Any = 0,
-                 n_mle_steps: Any = 2, intercept: bool | None = None, scale_features: bool = True, **kwargs) -> None:
+                 n_inner_steps: Any = 2, intercept: bool | None = None, scale_features: bool = True,
+                 **kwargs) -> None:
+        if "n_mle_steps" in kwargs:
+            raise TypeError(f"{type(self).__name__} got an unexpected keyword argument 'n_mle_steps'; the MLE steps "
+                            f"per round are n_inner_steps")
         super().__init__(env, **kwargs)
         self.exploration_scale = self._hyperparameter("exploration_scale", exploration_scale, minimum=0)
         self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
         self.n_explore_rounds = self._hyperparameter("n_explore_rounds", n_explore_rounds, integer=True, minimum=0)
-        self.n_mle_steps = self._hyperparameter("n_mle_steps", n_mle_steps, integer=True, minimum=1)
+        self.n_inner_steps = self._hyperparameter("n_inner_steps", n_inner_steps, integer=True, minimum=1)
         if not isinstance(scale_features, bool):
             raise ValueError(f"scale_features must be True or False, got {scale_features!r}")
         self.arm_features = ArmFeatures(self.num_replicas, self.n_arms, self.dim, intercept, self.device)
@@ -176,15 +187,13 @@ class _LogisticAgent(BanditAgent):
         return self._draws("normal", Stream.SAMPLE, (self.model_dim,)).to(self.device)
 
     def _state(self) -> dict[str, torch.Tensor]:
-        return {**{f"data.{k}": v for k, v in self.data.state_dict().items()},
-                **{f"features.{k}": v for k, v in self.arm_features.state_dict().items()},
+        return {**prefixed_state("data", self.data), **prefixed_state("features", self.arm_features),
                 **({} if self.data_gram is None else {"data_gram": self.data_gram}),
                 **{name: getattr(self, name) for name in self._state_names}}
 
     def _load_state(self, state: dict[str, torch.Tensor]) -> None:
-        self.data.load_state_dict({k.removeprefix("data."): v for k, v in state.items() if k.startswith("data.")})
-        self.arm_features.load_state_dict({k.removeprefix("features."): v for k, v in state.items()
-                                           if k.startswith("features.")})
+        load_prefixed_state("data", self.data, state)
+        load_prefixed_state("features", self.arm_features, state)
         self.data_gram = state.get("data_gram")
         for name in self._state_names:
             setattr(self, name, state[name])
@@ -211,7 +220,7 @@ class UCBGLM(_LogisticAgent):
             the history has grown by a fraction ``g`` since the last refit (every round for ``g = 0``).
 
     Keyword Args:
-        lambda_reg, n_explore_rounds, n_mle_steps, ...: See :class:`_LogisticAgent`.
+        lambda_reg, n_explore_rounds, n_inner_steps, ...: See :class:`_LogisticAgent`.
 
     References:
         Li, Lu and Zhou (2017), "Provably optimal algorithms for generalized linear contextual
@@ -239,7 +248,7 @@ class UCBGLM(_LogisticAgent):
         if self._renew_due():
             self._renew()
         if refit_due(len(self.data), self.refit_growth):
-            self._mle_steps(self.n_mle_steps)
+            self._mle_steps(self.n_inner_steps)
 
     def _renew_agent(self) -> None:
         self.gram_inverse = torch.linalg.inv(self._penalty_matrix(1.0) + self.data_gram).float()  # (lambda D + G)^-1
@@ -264,7 +273,7 @@ class GLMTSL(_LogisticAgent):
             each new row's ``mu'(x^T theta_hat) x x^T`` is added: ``H`` is exactly the Hessian at ``theta_hat``.
 
     Keyword Args:
-        lambda_reg, n_explore_rounds, n_mle_steps, ...: See :class:`_LogisticAgent`.
+        lambda_reg, n_explore_rounds, n_inner_steps, ...: See :class:`_LogisticAgent`.
 
     References:
         Kveton, Zaheer, Szepesvari, Li, Ghavamzadeh and Boutilier (2020), "Randomized
@@ -297,7 +306,7 @@ class GLMTSL(_LogisticAgent):
         if renew:
             self._renew()
         if renew or refit_due(len(self.data), self.refit_growth):  # H at theta_hat with the penalty in force
-            self._mle_steps(self.n_mle_steps)
+            self._mle_steps(self.n_inner_steps)
             hessian = self.hessian(self.theta_hat)  # over the whole history, O(t d^2)
         else:  # theta_hat unchanged: H(theta_hat) gains the new row's term, O(d^3)
             p = torch.sigmoid((x * self.theta_hat).sum(dim=-1))  # (R,)
@@ -334,7 +343,7 @@ class SGDTS(_LogisticAgent):
         n_explore_rounds: ``tau >= 1`` random rounds, also the epoch length; default ``dim``. One
             value for all replicas (it sets the shared epoch schedule).
         projection_radius: Radius > 0 of the ball around the anchor that SGD stays in.
-        n_mle_steps: Bound-optimisation steps of the anchor's MLE at round ``tau`` (the error shrinks
+        n_inner_steps: Bound-optimisation steps of the anchor's MLE at round ``tau`` (the error shrinks
             by a factor ~0.2 per step).
 
     Keyword Args:
@@ -349,10 +358,10 @@ class SGDTS(_LogisticAgent):
                     "gram_inverse_root")
     def __init__(self, env=None, *, exploration_scale: Any = 0.1, step_size: Any = 3.0,
                  n_explore_rounds: int | None = None, projection_radius: Any = 2.0, lambda_reg: Any = 1.0,
-                 n_mle_steps: Any = 50, intercept: bool | None = False, scale_features: bool = False,
+                 n_inner_steps: Any = 50, intercept: bool | None = False, scale_features: bool = False,
                  **kwargs) -> None:
-        super().__init__(env, exploration_scale=exploration_scale, lambda_reg=lambda_reg, n_mle_steps=n_mle_steps,
-                         intercept=intercept, scale_features=scale_features, **kwargs)
+        super().__init__(env, exploration_scale=exploration_scale, lambda_reg=lambda_reg,
+                         n_inner_steps=n_inner_steps, intercept=intercept, scale_features=scale_features, **kwargs)
         tau = self.model_dim if n_explore_rounds is None else n_explore_rounds
         self.n_explore_rounds = self._hyperparameter("n_explore_rounds", tau, integer=True, minimum=1)
         if len(set(self.n_explore_rounds.tolist())) > 1:
@@ -386,7 +395,7 @@ class SGDTS(_LogisticAgent):
         if t <= tau:
             self._append(x, rewards)
             if t == tau:  # the anchor: the penalised MLE of the random rounds
-                self._mle_steps(self.n_mle_steps)
+                self._mle_steps(self.n_inner_steps)
                 self.anchor, self.theta_tilde, self.theta_bar = (self.theta_hat.clone() for _ in range(3))
             return
         residual = torch.sigmoid((x * self.theta_tilde).sum(dim=-1)) - rewards  # (R,)

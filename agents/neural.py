@@ -2,7 +2,7 @@
 
 Each keeps a neural reward model ``f(x; theta)`` (:mod:`agents.models.mlp`: ``model="mlp"``, an
 :class:`agents.models.mlp.MLP`, or your own ``nn.Module``) trained on the same loss as neural LMC-TS,
-``L_t(theta) = sum_i (f(x_i; theta) - r_i)^2 + lambda ||theta||^2``, by ``n_grad_steps`` gradient
+``L_t(theta) = sum_i (f(x_i; theta) - r_i)^2 + lambda ||theta||^2``, by ``n_inner_steps`` gradient
 steps every ``train_every`` rounds, warm-started, with step ``eta_t = eta_0 / t`` (the sum over
 ``t - 1`` rows makes this a constant step on the mean loss), full-batch or on mini-batches
 (``batch_size``, rows uniform with replacement, stream ``MINIBATCH``). They differ in how they explore.
@@ -53,16 +53,16 @@ class _NeuralAgent(BanditAgent):
             see ``agents.models.mlp.NEURAL_LAMBDA_REG``).
         step_size: ``eta_0 > 0`` of ``eta_t = eta_0 / t``; a number or one per replica. None: the agent's
             default (NeuralTS and NeuralUCB 0.003, Neural-LinUCB and epsilon-greedy 0.01).
-        n_grad_steps: Gradient steps per training round (default 10; the paper: 100).
+        n_inner_steps: Gradient steps per training round (default 10; the paper: 100).
         batch_size: Mini-batch size ``B`` (default 32), or None for full-batch gradients. With the defaults a
             round costs the same at round 10,000 as at round 10 (``K`` steps on ``B`` rows, exploration
             statistics of size ``p``); full batches make a round ``O(t)`` and a run ``O(T^2)``.
 
     The defaults of ``exploration_scale`` and ``step_size`` are the best of a grid on ``QuadraticBandit-v0``
-    with ``n_grad_steps=10``, ``batch_size=32``, ``lambda = 1e-3`` (T = 3,000, 4 seeds;
+    with ``n_inner_steps=10``, ``batch_size=32``, ``lambda = 1e-3`` (T = 3,000, 4 seeds;
     ``benchmarks/results/quadratic_paper.md``; NeuralTS's ``nu`` since chosen by its stuck seeds over 50, see
     :class:`NeuralTS`): tuned on one problem and this budget, a starting point elsewhere. ``eta_0 K``
-    (``K = n_grad_steps``) sets how hard the network fits its history: the step on the mean loss is ``2 eta_0``
+    (``K = n_inner_steps``) sets how hard the network fits its history: the step on the mean loss is ``2 eta_0``
     every round, so early rows are revisited about ``K B ln(t / i)`` times; with ``eta_0 = 0.1`` the networks
     fitted the noise (training error 0.13-0.6 against a noise variance of 1).
         train_every: Train every ``n`` rounds (``n >= 1``).
@@ -74,8 +74,10 @@ class _NeuralAgent(BanditAgent):
 
     def __init__(self, env=None, *, model: Any = "mlp", model_kwargs: dict | None = None,
                  exploration_scale: Any = None, lambda_reg: Any = NEURAL_LAMBDA_REG, step_size: Any = None,
-                 n_grad_steps: int = 10,
-                 batch_size: int | None = 32, train_every: int = 1, **kwargs) -> None:
+                 n_inner_steps: int = 10, batch_size: int | None = 32, train_every: int = 1, **kwargs) -> None:
+        if "n_grad_steps" in kwargs:
+            raise TypeError(f"{type(self).__name__} got an unexpected keyword argument 'n_grad_steps'; the gradient "
+                            f"steps per training round are n_inner_steps")
         super().__init__(env, **kwargs)
         self.lambda_reg = self._hyperparameter("lambda_reg", lambda_reg, minimum=0, strict=True)
         self.model = build_model(model, model_kwargs, self.num_replicas, self.dim, self.lambda_reg, self.device,
@@ -87,10 +89,10 @@ class _NeuralAgent(BanditAgent):
             minimum=0)
         self.step_size = self._hyperparameter(
             "step_size", self.default_step_size if step_size is None else step_size, minimum=0, strict=True)
-        self.n_grad_steps = check_int("n_grad_steps", n_grad_steps)
+        self.n_inner_steps = check_int("n_inner_steps", n_inner_steps)
         self.batch_size = None if batch_size is None else check_int("batch_size", batch_size)
         self.train_every = check_int("train_every", train_every)
-        self._hyperparameters.update(model=model, n_grad_steps=self.n_grad_steps, batch_size=self.batch_size,
+        self._hyperparameters.update(model=model, n_inner_steps=self.n_inner_steps, batch_size=self.batch_size,
                                      train_every=self.train_every)
         if model_kwargs is not None:
             self._hyperparameters["model_kwargs"] = dict(model_kwargs)
@@ -102,7 +104,7 @@ class _NeuralAgent(BanditAgent):
         self.model.add(x, rewards)
         if self.t % self.train_every == 0:
             eta = self.step_size / self.t  # eta_t (R,): L_t sums t rows
-            self.theta = gradient_steps(self.model, self.theta, eta, self.n_grad_steps, self._minibatches())
+            self.theta = gradient_steps(self.model, self.theta, eta, self.n_inner_steps, self._minibatches())
             self._check_finite(self.theta, "the network's parameters",
                                f"eta_t = eta_0 / t = {self.step_size[0].item():.6g} / {self.t}")
 
@@ -110,10 +112,10 @@ class _NeuralAgent(BanditAgent):
         """Update the exploration statistics with the played arms ``(R, d)`` (before training)."""
 
     def _minibatches(self) -> torch.Tensor | None:
-        """This round's row indices ``(R, n_grad_steps, B)``, uniform with replacement; None for full batch."""
+        """This round's row indices ``(R, n_inner_steps, B)``, uniform with replacement; None for full batch."""
         if self.batch_size is None:
             return None
-        u = self._draws("uniform", Stream.MINIBATCH, (self.n_grad_steps, self.batch_size))  # (R, K, B)
+        u = self._draws("uniform", Stream.MINIBATCH, (self.n_inner_steps, self.batch_size))  # (R, K, B)
         return self.model.sample_rows(u.to(self.device))
 
     def _state(self) -> dict[str, torch.Tensor]:
@@ -159,12 +161,12 @@ class _WidthAgent(_NeuralAgent):
         super()._observe(contexts, actions, rewards)
 
     def _state(self) -> dict[str, torch.Tensor]:
-        return {**super()._state(), **(self.noise.state() if self.adaptive_noise else {})}
+        return {**super()._state(), **(self.noise.state_dict() if self.adaptive_noise else {})}
 
     def _load_state(self, state: dict[str, torch.Tensor]) -> None:
         super()._load_state(state)
         if self.adaptive_noise:
-            self.noise.load_state(state)
+            self.noise.load_state_dict(state)
 
 
 class _DiagonalAgent(_WidthAgent):

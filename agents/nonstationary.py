@@ -34,7 +34,9 @@ import torch
 
 from agents.base import BanditAgent, chosen_rows
 from agents.linear import ArmFeatures, ucb_scores
+from agents.loop.history import History
 from agents.loop.propensity import uniform_over_maximisers
+from agents.models.reward import load_prefixed_state, prefixed_state
 
 
 class _ForgettingLinUCB(BanditAgent):
@@ -159,33 +161,28 @@ class SlidingWindowLinUCB(_ForgettingLinUCB):
         super().__init__(env, **kwargs)
         self.window = self._hyperparameter("window", window, integer=True, minimum=1)
         self._init_linear(exploration_scale, lambda_reg, intercept)
-        R, p, size = self.num_replicas, self.model_dim, int(self.window.max())
-        self.kept_rows = torch.zeros(R, size, p, dtype=torch.float64, device=self.device)  # ring of z (R, w_max, p)
-        self.kept_rewards = torch.zeros(R, size, dtype=torch.float64, device=self.device)  # (R, w_max)
-        self.learned = torch.zeros((), dtype=torch.int64)  # rounds learned from so far
+        # the last w_max rounds learned from, float64 (R, w_max, p), (R, w_max): replica r reads its last w_r
+        self.kept = History(self.num_replicas, {"features": (self.model_dim,), "rewards": ()}, self.device,
+                            int(self.window.max()), dtype=torch.float64, window=True)
 
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         x = chosen_rows(self.features(contexts), actions).double()  # (R, p)
         r = rewards.double()  # (R,)
-        n, size = int(self.learned), self.kept_rows.shape[1]
-        # the round leaving each replica's window: learned n - w, kept at slot (n - w) mod w_max (w <= w_max)
-        leaving = (n - self.window) % size  # (R,)
-        old_x = self.kept_rows.gather(1, leaving[:, None, None].expand(-1, 1, x.shape[1]))[:, 0]  # (R, p)
-        old_r = self.kept_rewards.gather(1, leaving[:, None])[:, 0]  # (R,)
-        drop = (n >= self.window).double()  # (R,) 1 once the window is full
-        old_x, old_r = old_x * drop[:, None], old_r * drop
+        # the round leaving each replica's window: the one learned w rounds ago (w <= w_max), once there is one
+        drop = (self.kept.appended >= self.window).double()  # (R,) 1 once the window is full
+        old_x = self.kept.row_before("features", self.window) * drop[:, None]  # (R, p)
+        old_r = self.kept.row_before("rewards", self.window) * drop  # (R,)
         self.gram = self.gram + x[:, :, None] * x[:, None, :] - old_x[:, :, None] * old_x[:, None, :]
         self.moment = self.moment + r[:, None] * x - old_r[:, None] * old_x
-        self.kept_rows[:, n % size] = x
-        self.kept_rewards[:, n % size] = r
-        self.learned = torch.tensor(n + 1)
+        self.kept.append(features=x, rewards=r)
         self.width_matrix = self._solve().float()  # V^-1
 
+    _state_names = ("gram", "moment", "theta_hat", "width_matrix")
+
     def _state(self) -> dict[str, torch.Tensor]:
-        return {"gram": self.gram, "moment": self.moment, "theta_hat": self.theta_hat,
-                "width_matrix": self.width_matrix, "kept_rows": self.kept_rows, "kept_rewards": self.kept_rewards,
-                "learned": self.learned}
+        return {**{name: getattr(self, name) for name in self._state_names}, **prefixed_state("kept", self.kept)}
 
     def _load_state(self, state: dict[str, torch.Tensor]) -> None:
-        for name, value in state.items():
-            setattr(self, name, value)
+        for name in self._state_names:
+            setattr(self, name, state[name])
+        load_prefixed_state("kept", self.kept, state)

@@ -74,15 +74,22 @@ def _as_numpy(x: Any, dtype: type) -> np.ndarray:
 
 
 class _Schedule:
-    """The rounds played whose rewards are pending, and which of them a step reveals."""
+    """The feedback channel, written once for R replicas: the rounds played whose rewards are pending, and which of
+    them a step reveals. A single env is the case R = 1 (:class:`_SingleFeedback` reads row 0)."""
 
     def _clear(self) -> None:
         self._pending: list[tuple[int, int, np.ndarray, np.ndarray]] = []  # (round, due, rewards (R,), actions (R,))
         self._round = 0  # the round about to be played, from 0 at reset
         self._episode = getattr(self, "_episode", -1) + 1
+        self._resets_next = False  # a batched env's next step is its autoreset (the episode ended)
 
     def _due(self, played: int) -> int:
         raise NotImplementedError
+
+    def reset(self, *, seed: Any = None, options: dict | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._clear()
+        return obs, info
 
     def _settle(self, rewards: np.ndarray, actions: np.ndarray, ended: bool) -> tuple[np.ndarray, ...]:
         """Record round ``self._round``; return the revealed ``(rounds (n,), rewards (R, n), actions (R, n))``."""
@@ -96,6 +103,15 @@ class _Schedule:
             return np.empty(0, np.int64), np.empty((R, 0)), np.empty((R, 0), np.int64)
         return (np.array([p[0] for p in now], np.int64), np.stack([p[2] for p in now], axis=1),
                 np.stack([p[3] for p in now], axis=1))
+
+    def _reveal(self, rewards: np.ndarray, actions: np.ndarray, ended: bool) -> tuple[dict[str, np.ndarray], bool]:
+        """Play a round of rewards ``(R,)`` and actions ``(R,)``: the ``info`` keys of what it reveals, each
+        ``(R, n)``, and whether it reveals exactly this round (then the step keeps the env's reward)."""
+        played = self._round
+        rounds, rewards, actions = self._settle(rewards, actions, ended)
+        revealed = {"revealed_rounds": np.broadcast_to(rounds, (len(rewards), len(rounds))).copy(),
+                    "revealed_rewards": rewards, "revealed_actions": actions}
+        return revealed, len(rounds) == 1 and rounds[0] == played
 
 
 class _DelaySchedule(_Schedule):
@@ -137,20 +153,14 @@ class _BatchSchedule(_Schedule):
 
 
 class _SingleFeedback(gym.Wrapper):
-    """The single-env face of a schedule."""
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        obs, info = self.env.reset(seed=seed, options=options)
-        self._clear()
-        return obs, info
+    """The single-env face of a schedule: one replica, its row of every revealed array."""
 
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        played = self._round
-        rounds, rewards, actions = self._settle(np.array([reward], np.float64), _as_numpy(action, np.int64),
-                                                bool(terminated or truncated))
-        info = {**info, "revealed_rounds": rounds, "revealed_rewards": rewards[0], "revealed_actions": actions[0]}
-        if not (len(rounds) == 1 and rounds[0] == played):  # a round revealing itself keeps the env's reward
+        revealed, itself = self._reveal(np.array([reward], np.float64), _as_numpy(action, np.int64),
+                                        bool(terminated or truncated))
+        info = {**info, **{key: value[0] for key, value in revealed.items()}}  # (n,) each
+        if not itself:  # a round revealing itself keeps the env's reward
             reward = UnrevealedReward()  # this round's reward has not arrived: it is in a later step's info
         return obs, reward, terminated, truncated, info
 
@@ -166,28 +176,17 @@ class _BanditVectorWrapper(VectorWrapper):
 class _VectorFeedback(_BanditVectorWrapper):
     """The batched-env face of a schedule (``AutoresetMode.NEXT_STEP``: a step after the last round only resets)."""
 
-    def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
-        obs, info = self.env.reset(seed=seed, options=options)
-        self._clear()
-        self._resets_next = False
-        return obs, info
-
     def step(self, actions: Any):
         obs, reward, terminated, truncated, info = self.env.step(actions)
-        if getattr(self, "_resets_next", False):  # this step was the autoreset
+        if self._resets_next:  # this step was the autoreset
             self._clear()
-            self._resets_next = False
             return obs, reward, terminated, truncated, info
         ended = bool(np.any(_as_numpy(terminated, bool)) or np.any(_as_numpy(truncated, bool)))
+        revealed, itself = self._reveal(_as_numpy(reward, np.float64), _as_numpy(actions, np.int64), ended)
         self._resets_next = ended
-        played = self._round
-        rounds, rewards, acts = self._settle(_as_numpy(reward, np.float64), _as_numpy(actions, np.int64), ended)
         R = self.num_envs
-        info = {**info, "revealed_rounds": np.broadcast_to(rounds, (R, len(rounds))).copy(),
-                "revealed_rewards": rewards, "revealed_actions": acts}
-        for key in REVEALED_KEYS:
-            info[f"_{key}"] = np.ones(R, dtype=bool)
-        if not (len(rounds) == 1 and rounds[0] == played):  # not yet arrived, as for the single env
+        info = {**info, **revealed, **{f"_{key}": np.ones(R, dtype=bool) for key in REVEALED_KEYS}}
+        if not itself:  # not yet arrived, as for the single env
             unrevealed = np.full(R, math.nan)  # (R,) float64
             on_device = isinstance(reward, torch.Tensor)
             reward = torch.as_tensor(unrevealed, device=reward.device) if on_device else unrevealed
@@ -266,7 +265,8 @@ class BatchedFeedback(_BatchSchedule, _SingleFeedback, gym.utils.RecordConstruct
 
 # -- drift --------------------------------------------------------------------------------------
 class _World:
-    """The drifting world of one simulator: what its expected rewards are in round ``sim.t``."""
+    """The drifting world of one simulator, written once for the single and batched faces: what its expected
+    rewards are in round ``sim.t``."""
 
     def _init_world(self, kind: str, every: Any, rate: Any) -> None:
         self.sim = getattr(self.env.unwrapped, "sim", None)
@@ -294,6 +294,20 @@ class _World:
         self.__dict__.update(state)
         if self.sim.keys is not None:
             self._apply()
+
+    def reset(self, *, seed: Any = None, options: dict | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        return self._refresh(obs, info)
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        obs, info = self._refresh(obs, info)
+        return obs, reward, terminated, truncated, info
+
+    def _refresh(self, obs: Any, info: dict) -> tuple[Any, dict]:
+        """Set the round's world (:meth:`_apply`) and tell in ``info`` what the arms are worth in it (each face
+        in its env's array type and layout)."""
+        raise NotImplementedError
 
     def _drifts(self) -> bool:
         return (self.kind == "rotation" and self.rate != 0.0) or (self.kind == "abrupt" and self.every is not None)
@@ -351,15 +365,6 @@ class DriftVector(_World, _BanditVectorWrapper):
         VectorWrapper.__init__(self, env)
         self._init_world(kind, every, rate)
 
-    def reset(self, *, seed: Any = None, options: dict | None = None):
-        obs, info = self.env.reset(seed=seed, options=options)
-        return self._refresh(obs, info)
-
-    def step(self, actions: Any):
-        obs, reward, terminated, truncated, info = self.env.step(actions)
-        obs, info = self._refresh(obs, info)
-        return obs, reward, terminated, truncated, info
-
     def _refresh(self, obs: Any, info: dict) -> tuple[Any, dict]:
         self._apply()
         if self._drifts():  # what the arms are worth in the current world, in the env's array type and layout
@@ -398,15 +403,6 @@ class Drift(_World, gym.Wrapper, gym.utils.RecordConstructorArgs):
         gym.utils.RecordConstructorArgs.__init__(self, kind=kind, every=every, rate=rate)
         gym.Wrapper.__init__(self, env)
         self._init_world(kind, every, rate)
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        obs, info = self.env.reset(seed=seed, options=options)
-        return self._refresh(obs, info)
-
-    def step(self, action: Any):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        obs, info = self._refresh(obs, info)
-        return obs, reward, terminated, truncated, info
 
     def _refresh(self, obs: Any, info: dict) -> tuple[Any, dict]:
         self._apply()

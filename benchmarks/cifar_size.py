@@ -53,7 +53,7 @@ def make(name: str, replicas: int, block: bool, steps: int, batch: int, device: 
                   batch_size=batch, seed=0, device=device)
     if name == "LMCTS":
         return LMCTS(n_inner_steps=steps, step_size=1e-3, inverse_temperature=1e4, **common)
-    return NeuralTS(n_grad_steps=steps, step_size=1e-3, **common)
+    return NeuralTS(n_inner_steps=steps, step_size=1e-3, **common)
 
 
 def sync(device: torch.device) -> None:

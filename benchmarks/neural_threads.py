@@ -32,7 +32,7 @@ def run(name: str, rounds: int, replicas: int) -> tuple[float, float]:
                        device="cpu", horizon=rounds)
     common = {"batch_size": 32, "seed": 0, "device": "cpu", "model_kwargs": {"activation": "leaky_relu"}}
     if name == "NeuralTS":
-        agent = NeuralTS(env, n_grad_steps=10, **common)  # the tuned defaults otherwise
+        agent = NeuralTS(env, n_inner_steps=10, **common)  # the tuned defaults otherwise
     else:
         agent = LMCTS(env, model="mlp", n_inner_steps=10, **common)
     start = time.perf_counter()

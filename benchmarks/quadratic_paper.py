@@ -32,14 +32,13 @@ import torch
 
 import bandit_gym  # noqa: F401  (registers the envs)
 from agents import LMCTS, LinTS
-from agents.lmcts import NEURAL_DEFAULTS
 from agents.neural import NeuralEpsGreedy, NeuralLinUCB, NeuralTS, NeuralUCB
 
 NEURAL = {"NeuralTS": NeuralTS, "NeuralUCB": NeuralUCB, "NeuralLinUCB": NeuralLinUCB,
           "NeuralEpsGreedy": NeuralEpsGreedy}
 AGENT_NAMES = ["LMCTS", *NEURAL, "LinTS"]
 #: Per-agent settings chosen by the grid in benchmarks/results/quadratic_paper.md (T = 3,000, 4 seeds, this budget).
-#: LMC-TS's are its neural defaults (agents.lmcts.NEURAL_DEFAULTS: since 2026-11-26 the chain is preconditioned by
+#: LMC-TS's are its neural defaults (LMCTS.defaults['neural']: since 2026-11-26 the chain is preconditioned by
 #: the diagonal Gauss-Newton curvature with a constant step, so step_size 0.01 is a fraction of each coordinate's
 #: inverse curvature, no longer eta_0 of eta_0 / t), written out here to be read in one place. These are the settings
 #: the recorded runs used: since 2026-11-27 the defaults take the noise from the data (LMC-TS's temperature and the
@@ -66,7 +65,7 @@ def make_agent(name: str, env: gym.vector.VectorEnv, seed: int = 0, steps: int =
     kwargs = {"model_kwargs": {"activation": "leaky_relu"}, **TUNED[name], **overrides}
     if name == "LMCTS":
         return LMCTS(env, model="mlp", n_inner_steps=steps, batch_size=batch, seed=seed, device="cpu", **kwargs)
-    return NEURAL[name](env, n_grad_steps=steps, batch_size=batch, seed=seed, device="cpu", **kwargs)
+    return NEURAL[name](env, n_inner_steps=steps, batch_size=batch, seed=seed, device="cpu", **kwargs)
 
 
 def run(name: str, horizon: int, seeds: int, steps: int, batch: int, **overrides) -> dict:
@@ -110,7 +109,7 @@ def offline_fit(rows: int, seeds: int) -> None:
 
     learners = {"LMCTS, eta_0 = 0.03, beta = 1000, lambda = 1e-3 (before)": (
                     "LMCTS", {"step_size": 0.03, "inverse_temperature": 1000.0, "lambda_reg": 1e-3}),
-                f"LMCTS, defaults {NEURAL_DEFAULTS}": ("LMCTS", {}),
+                f"LMCTS, defaults {LMCTS.defaults['neural']}": ("LMCTS", {}),
                 "NeuralEpsGreedy c = 0, eta_0 = 0.1 (before)": ("NeuralEpsGreedy", {"step_size": 0.1}),
                 "NeuralEpsGreedy c = 0, eta_0 = 0.01 (default)": ("NeuralEpsGreedy", {}),
                 "NeuralEpsGreedy c = 0, eta_0 = 0.003": ("NeuralEpsGreedy", {"step_size": 0.003})}
@@ -120,7 +119,7 @@ def offline_fit(rows: int, seeds: int) -> None:
         if name == "LMCTS":
             agent = LMCTS(model="mlp", n_inner_steps=10, batch_size=32, **sizes, **kwargs)
         else:
-            agent = NeuralEpsGreedy(exploration_scale=0.0, n_grad_steps=10, batch_size=32, **sizes, **kwargs)
+            agent = NeuralEpsGreedy(exploration_scale=0.0, n_inner_steps=10, batch_size=32, **sizes, **kwargs)
         for t in range(rows):
             agent.update(x[:, t, None, :], torch.zeros(seeds, dtype=torch.int64), r[:, t])
         train_error = (agent.model.loss(agent.theta) - agent.lambda_reg * (agent.theta**2).sum(1)) / rows

@@ -52,10 +52,16 @@ class NoiseEstimate:
         """``1 / sigma_t^2`` ``(R,)``, rounded once."""
         return self.weight / self.squared_error
 
-    def state(self) -> dict[str, torch.Tensor]:
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The estimate's tensors (for ``save``), under the keys an agent's file holds them."""
         return {"squared_error": self.squared_error, "error_count": self.weight}
 
-    def load_state(self, state: dict[str, torch.Tensor]) -> None:
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Inverse of :meth:`state_dict` (``state`` may hold other keys too: an agent's whole state)."""
         device = self.weight.device
         self.squared_error = state["squared_error"].to(device)
         self.weight = state["error_count"].to(device)
+
+    # The names agents/lmcts.py still calls; they go when it calls state_dict / load_state_dict.
+    state = state_dict
+    load_state = load_state_dict

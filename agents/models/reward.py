@@ -14,6 +14,7 @@ models here do, and the tests compare them with autograd).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -271,12 +272,26 @@ class LogisticModel(HistoryModel):
 MODELS: dict[str, type[RewardModel]] = {"linear": LinearModel, "glm": LogisticModel}
 
 
+def prefixed_state(prefix: str, component: Any) -> dict[str, torch.Tensor]:
+    """A component's ``state_dict()`` under ``"<prefix>.<key>"``: how an agent's ``_state`` holds the state of its
+    model, history or arm features (``model.*``, ``data.*``, ``features.*``)."""
+    return {f"{prefix}.{key}": value for key, value in component.state_dict().items()}
+
+
+def load_prefixed_state(prefix: str, component: Any, state: dict[str, torch.Tensor]) -> None:
+    """Inverse of :func:`prefixed_state`: load the ``"<prefix>.*"`` entries of an agent's ``state`` into
+    ``component`` with its ``load_state_dict``."""
+    start = f"{prefix}."
+    component.load_state_dict({key.removeprefix(start): value for key, value in state.items()
+                               if key.startswith(start)})
+
+
 def agent_state(theta: torch.Tensor, model: RewardModel) -> dict[str, torch.Tensor]:
     """What an agent with parameters ``theta`` and a reward model saves: ``theta`` and ``model.*``."""
-    return {"theta": theta, **{f"model.{k}": v for k, v in model.state_dict().items()}}
+    return {"theta": theta, **prefixed_state("model", model)}
 
 
 def load_agent_state(model: RewardModel, state: dict[str, torch.Tensor]) -> torch.Tensor:
     """Load :func:`agent_state`'s ``model.*`` entries into ``model``; return the saved ``theta``."""
-    model.load_state_dict({k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")})
+    load_prefixed_state("model", model, state)
     return state["theta"]

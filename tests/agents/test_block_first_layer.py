@@ -110,7 +110,7 @@ def test_split_blocks_round_trip():
 def test_agents_with_block_arms_follow_the_dense_agents(cls):
     """The same rounds (fixed actions, so no near-tie forks the runs) give the same parameters, up to float32
     rounding that 10 rounds of 4 steps carry to ~1e-5 relative."""
-    steps = {"n_inner_steps": 4, "inverse_temperature": 100.0} if cls is LMCTS else {"n_grad_steps": 4}
+    steps = {"n_inner_steps": 4, **({"inverse_temperature": 100.0} if cls is LMCTS else {})}
     agents = [cls(n_arms=N, dim=N * D_BLOCK, num_replicas=R, model="mlp", seed=1, device="cpu", batch_size=4,
                   step_size=0.05, model_kwargs={"hidden": (8, 8), **extra}, **steps)
               for extra in ({}, {"block_arms": N})]

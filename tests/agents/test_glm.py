@@ -137,12 +137,12 @@ def test_random_rounds_first_per_replica():
     ("cls", "kwargs", "match"),
     [
         (UCBGLM, {"exploration_scale": -0.5}, r"exploration_scale must be a finite number >= 0, got -0\.5"),
-        (UCBGLM, {"n_mle_steps": 0}, r"n_mle_steps must be an integer >= 1, got 0"),
+        (UCBGLM, {"n_inner_steps": 0}, r"n_inner_steps must be an integer >= 1, got 0"),
         (UCBGLM, {"n_explore_rounds": -1}, r"n_explore_rounds must be an integer >= 0, got -1"),
         (UCBGLM, {"refit_growth": -0.1}, "refit_growth"),
         (GLMTSL, {"refit_growth": float("nan")}, "refit_growth"),
         (GLMTSL, {"lambda_reg": 0.0}, r"lambda_reg must be a finite number > 0, got 0\.0"),
-        (GLMTSL, {"n_mle_steps": 2.5}, "n_mle_steps"),
+        (GLMTSL, {"n_inner_steps": 2.5}, "n_inner_steps"),
         (SGDTS, {"step_size": 0.0}, r"step_size must be a finite number > 0, got 0\.0"),
         (SGDTS, {"n_explore_rounds": 0}, r"n_explore_rounds must be an integer >= 1, got 0"),
         (SGDTS, {"n_explore_rounds": [5, 6, 7]}, r"n_explore_rounds must be one integer for all replicas"),
@@ -153,6 +153,13 @@ def test_random_rounds_first_per_replica():
 def test_bad_hyperparameters_raise(cls, kwargs, match):
     with pytest.raises(ValueError, match=match):
         cls(make_vec("LogisticBandit-v0", 3, SMALL), seed=0, **kwargs)
+
+
+@pytest.mark.parametrize("cls", [UCBGLM, GLMTSL, SGDTS])
+def test_glm_agent_old_mle_steps_keyword_names_n_inner_steps(cls):
+    with pytest.raises(TypeError, match=rf"{cls.__name__} got an unexpected keyword argument 'n_mle_steps'.*"
+                                        r"n_inner_steps"):
+        cls(n_arms=3, dim=2, device="cpu", n_mle_steps=3)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

@@ -27,6 +27,25 @@ def test_history_grows_by_doubling_and_keeps_every_row(tmp_path):
         history.append(features=torch.zeros(2, 3))
 
 
+def test_history_window_keeps_the_last_rows_and_reads_each_replicas_lag():
+    window = History(2, {"features": (3,), "rewards": ()}, torch.device("cpu"), capacity=4, dtype=torch.float64,
+                     window=True)
+    rows = [(torch.randn(2, 3, dtype=torch.float64), torch.randn(2, dtype=torch.float64)) for _ in range(7)]
+    for x, r in rows:
+        window.append(features=x, rewards=r)
+    assert len(window) == 4 and window.appended == 7 and window.capacity == 4
+    assert window["features"].dtype == torch.float64
+    for n in range(3, 7):
+        assert torch.equal(window["features"][:, n % 4], rows[n][0])
+    lag = torch.tensor([1, 4])  # replica 0: the last row (6); replica 1: the oldest kept (3)
+    assert torch.equal(window.row_before("features", lag), torch.stack([rows[6][0][0], rows[3][0][1]]))
+    assert torch.equal(window.row_before("rewards", lag), torch.stack([rows[6][1][0], rows[3][1][1]]))
+    copy = History(2, {"features": (3,), "rewards": ()}, torch.device("cpu"), capacity=4, dtype=torch.float64,
+                   window=True)
+    copy.load_state_dict(window.state_dict())
+    assert copy.appended == 7 and torch.equal(copy.row_before("features", lag), window.row_before("features", lag))
+
+
 def test_grid_layout_and_split():
     grid = HyperparameterGrid({"step_size": [0.1, 0.3], "inverse_temperature": [10.0, 100.0, 1000.0]}, n_seeds=2,
                               seed=5)

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 def make(cls, num_replicas, seed, **kwargs):
     return cls(n_arms=5, dim=3, num_replicas=num_replicas, seed=seed, device="cpu",
-               model_kwargs={"hidden": (8, 8)}, n_grad_steps=3, batch_size=4, **kwargs)
+               model_kwargs={"hidden": (8, 8)}, n_inner_steps=3, batch_size=4, **kwargs)
 
 
 def rounds(num_replicas, n=10, seed=0):
@@ -84,7 +84,7 @@ def test_neural_eps_greedy_exploration_rate():
 def test_neural_ts_with_a_user_module():
     """Per-arm gradients of a user's nn.Module come from vmap(grad); NeuralTS runs on it."""
     net = torch.nn.Sequential(torch.nn.Linear(3, 6), torch.nn.ReLU(), torch.nn.Linear(6, 1), torch.nn.Flatten(-2))
-    agent = NeuralTS(n_arms=5, dim=3, num_replicas=2, seed=0, device="cpu", model=net, n_grad_steps=2, batch_size=4)
+    agent = NeuralTS(n_arms=5, dim=3, num_replicas=2, seed=0, device="cpu", model=net, n_inner_steps=2, batch_size=4)
     play(agent, n=4)
     assert torch.isfinite(agent.theta).all() and (agent.diagonal > agent.lambda_reg[:, None]).any()
     with pytest.raises(ValueError, match="NeuralLinUCB needs"):
@@ -106,13 +106,16 @@ def test_minibatch_gradient_estimates_the_full_sum_gradient():
 
 
 def test_neural_defaults_are_the_tuned_values():
-    """LMCTS(model="mlp") takes eta_0, beta and lambda from NEURAL_DEFAULTS (not the linear model's); the
-    baselines their per-agent defaults (docs/agents.md, benchmarks/results/quadratic_paper.md)."""
+    """LMCTS(model="mlp") takes eta_0, beta and lambda from ``LMCTS.defaults["neural"]`` (not the linear model's);
+    the baselines their per-agent defaults (docs/agents.md, benchmarks/results/quadratic_paper.md)."""
     from agents import LMCTS
-    from agents.lmcts import NEURAL_DEFAULTS
 
-    lmcts = LMCTS(n_arms=5, dim=3, model="mlp", seed=0, device="cpu")
-    assert {k: lmcts.hyperparameters()[k] for k in NEURAL_DEFAULTS} == NEURAL_DEFAULTS
+    table = LMCTS.defaults["neural"]
+    chosen = LMCTS(n_arms=5, dim=3, model="mlp", seed=0, device="cpu").hyperparameters()
+    names = ("inverse_temperature", "lambda_reg", "n_inner_steps", "batch_size", "step_schedule", "preconditioner",
+             "step_bound")
+    assert {k: chosen[k] for k in names} == {k: table[k] for k in names}
+    assert chosen["step_size"] == table["step_size"]["constant"]
     assert LMCTS(n_arms=5, dim=3, seed=0, device="cpu").hyperparameters()["inverse_temperature"] == 10.0
     expected = {NeuralTS: (0.003, 9.0), NeuralUCB: (0.003, 1000 ** 0.5), NeuralLinUCB: (0.01, 3.0),
                 NeuralEpsGreedy: (0.01, 1.0)}
@@ -223,3 +226,10 @@ def test_noise_estimate_survives_save_and_load_and_a_number_stays_fixed(tmp_path
         make(NeuralTS, 1, seed=0, noise_scale="fixed")
     with pytest.raises(TypeError, match="noise_scale"):
         make(NeuralEpsGreedy, 1, seed=0, noise_scale=1.0)
+
+
+@pytest.mark.parametrize("cls", [NeuralUCB, NeuralTS, NeuralLinUCB, NeuralEpsGreedy])
+def test_neural_agent_old_grad_steps_keyword_names_n_inner_steps(cls):
+    with pytest.raises(TypeError, match=rf"{cls.__name__} got an unexpected keyword argument 'n_grad_steps'.*"
+                                        r"n_inner_steps"):
+        cls(n_arms=3, dim=2, device="cpu", n_grad_steps=3)

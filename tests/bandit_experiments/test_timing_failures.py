@@ -36,7 +36,7 @@ def config_file(write_config):
 @pytest.mark.parametrize("make", [
     lambda env: agents.LMCTS(env, seed=[3, 4, 3, 4], device="cpu", n_inner_steps=10, step_size=[0.1, 0.1, 0.3, 0.3]),
     lambda env: agents.LinUCB(env, seed=[3, 4, 3, 4], device="cpu"),
-    lambda env: agents.NeuralTS(env, seed=[3, 4, 3, 4], device="cpu", model_kwargs={"hidden": [8]}, n_grad_steps=2,
+    lambda env: agents.NeuralTS(env, seed=[3, 4, 3, 4], device="cpu", model_kwargs={"hidden": [8]}, n_inner_steps=2,
                                 batch_size=4),
 ], ids=["LMCTS", "LinUCB", "NeuralTS"])
 def test_the_runners_round_loop_gives_the_numbers_of_learn(make):

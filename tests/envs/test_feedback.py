@@ -143,6 +143,27 @@ def test_vector_feedback_replica_i_is_the_single_env_with_seed_plus_i(wrapper, k
             assert reward[i] == pytest.approx(r, rel=1e-6, nan_ok=True)
 
 
+@pytest.mark.parametrize(("wrapper", "kwargs"), [(DelayedFeedback, {"delay": (0, 3), "delay_seed": 2}),
+                                                 (BatchedFeedback, {"batch_size": 4})])
+def test_single_feedback_is_row_zero_of_a_one_replica_channel(wrapper, kwargs):
+    """The single env is the batched channel's R = 1 case: its revealed arrays are row 0 of a one-replica
+    env's, as 1-D numpy arrays of the documented dtypes (all that is pending comes at the last round)."""
+    single, venv = wrapper(make(horizon=9), **kwargs), wrapper(make(num_envs=1, horizon=9), **kwargs)
+    single.reset(seed=4)
+    venv.reset(seed=4)
+    for t in range(9):
+        _, _, _, _, one = single.step(t % 6)
+        _, _, _, _, batched = venv.step(np.array([t % 6]))
+        for key, dtype in (("revealed_rounds", np.int64), ("revealed_rewards", np.float64),
+                           ("revealed_actions", np.int64)):
+            assert type(one[key]) is np.ndarray and one[key].dtype == dtype and one[key].ndim == 1, key
+            assert batched[key].shape == (1, len(one[key])), key
+        np.testing.assert_array_equal(one["revealed_rounds"], batched["revealed_rounds"][0], strict=True)
+        np.testing.assert_array_equal(one["revealed_actions"], batched["revealed_actions"][0], strict=True)
+        np.testing.assert_allclose(one["revealed_rewards"], batched["revealed_rewards"][0], rtol=1e-6)
+    assert sorted(one["revealed_rounds"].tolist())[-1] == 8  # the last round reveals what is pending
+
+
 @pytest.mark.parametrize(("wrapper", "kwargs", "message"), [
     (DelayedFeedback, {"delay": -1}, "delay must be an integer >= 0"),
     (DelayedFeedback, {"delay": (5, 2)}, "low <= high"),
