@@ -87,7 +87,7 @@ class RoundChunk:
 class BanditSimulator(ABC):
     """``R`` replicas of a contextual bandit, advanced in lockstep with tensor operations.
 
-    Rounds are computed a block of ``block_rounds`` rounds at a time (one generator call and a
+    Rounds are computed a block of ``chunk_rounds`` rounds at a time (one generator call and a
     few tensor operations per block instead of per round; the numbers never depend on the
     block size, which may depend on ``R``). Subclasses draw what stays fixed for an episode in
     :meth:`_new_episode` and define
@@ -100,16 +100,16 @@ class BanditSimulator(ABC):
     n_arms: int
     dim: int
     horizon: int
-    block_rounds: int = 1
-    #: Whether :meth:`_sample_rewards` also takes and returns numpy arrays (then a single env's round on CPU
-    #: runs no torch operation).
+    chunk_rounds: int = 1
+    #: Whether :meth:`_sample_rewards` also takes and returns numpy arrays (then a single env's round on CPU runs
+    #: no torch operation with the kernels on: :func:`bandit_gym._kernels.numpy_step`).
     numpy_rewards: bool = False
     #: Bounds of every feature, for the observation space.
     feature_low: float = -np.inf
     feature_high: float = np.inf
     #: Attributes computed from the keys and the round, left out of pickles.
-    derived: tuple[str, ...] = ("contexts", "expected", "best", "optimal_action", "_rounds", "_block_index",
-                                  "_arrays", "_block")
+    derived: tuple[str, ...] = ("contexts", "expected", "best", "optimal_action", "_rounds", "_chunk_index",
+                                  "_arrays", "_chunk")
 
     def __init__(self, num_replicas: int, device: torch.device | str = "cpu") -> None:
         self.num_replicas = check_int("num_envs", num_replicas)
@@ -117,7 +117,7 @@ class BanditSimulator(ABC):
         self.keys: torch.Tensor | None = None  # (R,) int64, set by reset
         self.t = 0
         self.__dict__.update(dict.fromkeys(self.derived))  # contexts (R, K, d), expected (R, K), best, optimal (R,)
-        self._block_index = -1
+        self._chunk_index = -1
 
     @abstractmethod
     def _new_episode(self) -> None:
@@ -125,7 +125,7 @@ class BanditSimulator(ABC):
 
     @abstractmethod
     def _contexts(self, block: int) -> torch.Tensor:
-        """Arm features of rounds ``block B .. block B + B - 1`` (``B = block_rounds``), ``(R, B, K, d)`` float32,
+        """Arm features of rounds ``block B .. block B + B - 1`` (``B = chunk_rounds``), ``(R, B, K, d)`` float32,
         in memory of their own (the observations handed out are views of it)."""
 
     @abstractmethod
@@ -147,30 +147,24 @@ class BanditSimulator(ABC):
         self.keys = keys.to(self.device)
         self.t = 0
         self._new_episode()
-        self._block_index = -1
+        self._chunk_index = -1
         self._show_arms()
 
-    def _draw_block(self, block: int) -> tuple[torch.Tensor, ...]:
+    def _draw_chunk(self, block: int) -> tuple[torch.Tensor, ...]:
         """Block ``block``'s arms ``(R, B, K, d)``, expected rewards ``(R, B, K)``, best values and first optimal
         arms ``(R, B)``."""
         contexts = self._contexts(block)  # (R, B, K, d)
         expected = self._mean_rewards(contexts)  # (R, B, K)
-        if _kernels.enabled() and expected.device.type == "cpu" and expected.dtype == torch.float32:
-            best, optimal = _kernels.best_arms(expected)  # the same, compiled
-        else:
-            best, optimal = expected.amax(dim=2), expected.argmax(dim=2)  # (R, B); argmax: the first maximiser
-        return contexts, expected, best, optimal
+        return contexts, expected, *best_arms(expected)
 
     def _show_arms(self, drawn: tuple[torch.Tensor, ...] | None = None) -> None:
         """Round ``t``'s arms ``(R, K, d)``, expected rewards ``(R, K)``, best value and first optimal arm ``(R,)``;
         ``drawn``: round ``t``'s block where the caller has drawn it already."""
-        block, row = divmod(self.t, self.block_rounds)
-        if block != self._block_index:
-            self._block = self._draw_block(block) if drawn is None else drawn
-            self._rounds = list(zip(*(x.unbind(1) for x in self._block), strict=True))
-            self._block_index = block
-            # numpy views of the block for the single env (CPU): its rounds then need no torch call
-            self._arrays = tuple(x.numpy() for x in self._block) if self._block[0].is_cpu else None
+        block, row = divmod(self.t, self.chunk_rounds)
+        if block != self._chunk_index:
+            self._chunk = self._draw_chunk(block) if drawn is None else drawn
+            self._rounds = list(zip(*(x.unbind(1) for x in self._chunk), strict=True))
+            self._chunk_index = block
         self.contexts, self.expected, self.best, self.optimal_action = self._rounds[row]
 
     def next_rounds(self, n: int) -> RoundChunk:
@@ -180,9 +174,9 @@ class BanditSimulator(ABC):
         the block in hand reused; the last one stays in hand for the rounds that follow. The chunk's tensors are
         its own memory (writing into them changes nothing the simulator does).
         """
-        t, B = self.t, self.block_rounds
+        t, B = self.t, self.chunk_rounds
         first, last = t // B, (t + n) // B
-        blocks = [self._block if b == self._block_index else self._draw_block(b) for b in range(first, last + 1)]
+        blocks = [self._chunk if b == self._chunk_index else self._draw_chunk(b) for b in range(first, last + 1)]
         joined = blocks[0] if len(blocks) == 1 else [torch.cat(parts, dim=1) for parts in zip(*blocks, strict=True)]
         rows = slice(t - first * B, t - first * B + n)  # rounds t .. t + n - 1 of the joined blocks
         contexts, expected, best, optimal = (x[:, rows] for x in joined)  # (R, n, ...)
@@ -195,28 +189,18 @@ class BanditSimulator(ABC):
         return RoundChunk(t, *(x.transpose(0, 1) for x in (contexts, expected, best, optimal, rewards)), after)
 
     def _round_arrays(self) -> tuple:
-        """Round ``t`` as numpy views (CPU only): arms ``(R, K, d)``, expected rewards ``(R, K)``, best value and
-        first optimal arm ``(R,)``; those of :attr:`expected`, :attr:`best` and :attr:`optimal_action` where they
-        were set after the block was drawn (``bandit_gym.feedback.Drift`` sets them)."""
-        row = self.t % self.block_rounds
-        contexts, expected, best, optimal = self._arrays
-        drawn = self._rounds[row]
-        if self.expected is drawn[1] and self.best is drawn[2] and self.optimal_action is drawn[3]:
-            return contexts[:, row], expected[:, row], best[:, row], optimal[:, row]
-        return contexts[:, row], self.expected.numpy(), self.best.numpy(), self.optimal_action.numpy()
+        """Round ``t`` as numpy arrays (CPU only), views of its tensors: arms ``(R, K, d)``, expected rewards
+        ``(R, K)``, best value and first optimal arm ``(R,)``."""
+        if _kernels.enabled() and self.device.type == "cpu":
+            return _kernels.round_arrays(self)  # the same arrays, views of the block kept with it
+        return tuple(x.numpy() for x in (self.contexts, self.expected, self.best, self.optimal_action))
 
     def step(self, actions: torch.Tensor | int) -> tuple[torch.Tensor, torch.Tensor]:
         """Play ``actions`` ``(R,)`` int64 (or one arm index for every replica, an int) in round ``t``;
-        return ``(rewards, regret)``, ``(R,)`` each: tensors, or numpy arrays for an int on CPU when the
-        simulator's ``_sample_rewards`` takes numpy (:attr:`numpy_rewards`; the same float32 arithmetic)."""
-        if isinstance(actions, int) and self.numpy_rewards and self._arrays is not None:  # the single env
-            _, expected, best, _ = self._round_arrays()  # numpy views and float32 numpy arithmetic
-            chosen = expected[:, actions]  # (R,)
-            regret = best - chosen
-            rewards = self._sample_rewards(chosen, self.t)
-            self.t += 1
-            self._show_arms()
-            return rewards, regret
+        return ``(rewards, regret)``, ``(R,)`` each: tensors, or numpy arrays for an int on CPU with the kernels on
+        where the simulator's ``_sample_rewards`` takes numpy (:attr:`numpy_rewards`; the same float32 numbers)."""
+        if _kernels.enabled() and isinstance(actions, int) and self.numpy_rewards and self.device.type == "cpu":
+            return _kernels.numpy_step(self, actions)  # the same numbers, no torch call (the single env's round)
         if isinstance(actions, int):
             chosen = self.expected.select(1, actions)  # (R,) a view: no index tensor to build
         else:
@@ -241,13 +225,20 @@ class BanditSimulator(ABC):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.__dict__.update(dict.fromkeys(self.derived))
-        self._block_index = -1
+        self._chunk_index = -1
         if self.keys is not None:  # a loaded pickle: recompute the episode's draws and round t
             with policy():  # torch's threads, as in reset and step (bandit_gym/threads.py)
                 t = self.t
                 self.reset(self.keys)
                 self.t = t
                 self._show_arms()
+
+
+def best_arms(expected: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The best expected reward and the first arm that has it: ``(R, B, K) -> (R, B), (R, B)`` int64."""
+    if _kernels.enabled() and expected.device.type == "cpu" and expected.dtype == torch.float32:
+        return _kernels.best_arms(expected)  # the same, compiled
+    return expected.amax(dim=2), expected.argmax(dim=2)  # argmax: the first maximiser
 
 
 def _check_chunk(sim: BanditSimulator, n: Any, end: int) -> int:

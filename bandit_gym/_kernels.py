@@ -1,28 +1,28 @@
-"""Compiled CPU kernels of the envs (numba): plain-loop versions of torch functions.
+"""The envs' speed devices: compiled CPU kernels (numba) and torch-level shortcuts, each the same numbers as ONE
+torch function, which stays the definition (and what runs on CUDA).
 
-Each kernel computes the same formula as one torch function, which stays the
-definition (and what runs on CUDA). A kernel is kept only where it earns at
-least 1.5x on a recorded benchmark (``benchmarks/env_throughput.py``; the table
-in ``docs/envs.md``). ``BANDIT_GYM_KERNELS=0`` turns every kernel off (read at
-each call), so the torch path runs instead; ``tests/envs/test_kernels.py``
-compares the two with ``torch.testing.assert_close``.
+Each device is decided in the first line of the torch function it replaces (``if _kernels.enabled() and ...:
+return _kernels.x(...)``); ``BANDIT_GYM_KERNELS=0`` turns every one off (read at each call), so the torch
+definition runs instead. ``tests/envs/test_kernels.py`` compares each with its definition;
+``benchmarks/speed_devices.py`` measures what each earns (``benchmarks/results/speed_devices.md``).
 
 Kernels:
 
-* :func:`unit_normal` for :func:`bandit_gym.rng.unit_normal` (the arm features): the loop is
-  :func:`bandit_gym._rng_kernels.unit_normal`, with the compiled SplitMix64 and Box-Muller of the package;
-* :func:`linear_scores` for the synthetic envs' ``x . theta*`` (``(contexts * theta).sum(-1)``);
-* :func:`best_arms` for ``torch.max(expected, dim=2)`` (the best value and the first arm that has it).
+* :func:`unit_normal` for ``bandit_gym.synthetic._unit_normal_counters`` (the arm features, through
+  :func:`bandit_gym._rng_kernels.unit_normal`: the compiled SplitMix64 and Box-Muller of the package);
+* :func:`linear_scores` for ``SyntheticBanditSimulator._scores`` (``x . theta*``);
+* :func:`best_arms` for :func:`bandit_gym._base.best_arms` (the best value and the first arm that has it).
 
-and two torch-level devices of the synthetic envs (the same numbers, bit for bit, fewer calls):
+Torch-level devices (the same numbers, bit for bit, fewer calls):
 
-* :func:`draws_per_call` and :func:`per_counter`: a single env (or a few replicas) draws several counters of
-  its context stream per generator call (kernels off: one, read when the env is built);
-* :func:`block_draws_numpy`: a single env's reward draws as a cached numpy view of their block (kernels
-  off: the round's tensor, converted).
+* :func:`draws_per_call` (and :func:`per_counter`) for ``bandit_gym.synthetic._counters_per_call``: a single env
+  (or a few replicas) draws several counters of its context stream per generator call (read when the env is
+  built);
+* :func:`numpy_step` and :func:`round_arrays` (and :func:`chunk_draws_numpy`) for ``BanditSimulator.step`` with an
+  int on CPU and ``BanditSimulator._round_arrays``: the single env's round in numpy on views of the drawn block.
 
 All run on the calling thread, so they neither wait for torch's intra-op threads when another process holds a
-core nor hang in a forked child. Their measured gains are in ``docs/envs.md``.
+core nor hang in a forked child.
 """
 
 from __future__ import annotations
@@ -32,19 +32,14 @@ import torch
 from numba import njit
 
 from bandit_gym import _rng_kernels, rng
-from bandit_gym._rng_kernels import enabled
+from bandit_gym._rng_kernels import enabled  # noqa: F401  (the one switch, read by the envs as _kernels.enabled)
 
 
 def unit_normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...], count: int = 1) -> torch.Tensor:
-    """:func:`bandit_gym.rng.unit_normal` (same arguments, same formula): compiled on CPU when kernels are on
-    (:func:`bandit_gym._rng_kernels.unit_normal`, within one float32 ulp).
-
-    ``count`` > 1 draws the blocks of counters ``counter .. counter + count - 1`` in one call, concatenated
-    along axis 1: ``(R, count * shape[0], *shape[1:])``, the same as concatenating ``count`` calls.
+    """Compiled ``bandit_gym.synthetic._unit_normal_counters`` (CPU keys; within one float32 ulp of
+    :func:`bandit_gym.rng.unit_normal`): the blocks of counters ``counter .. counter + count - 1``, concatenated
+    along axis 1, ``(R, count * shape[0], *shape[1:])``, in one call of :func:`bandit_gym._rng_kernels.unit_normal`.
     """
-    if not (enabled() and keys.device.type == "cpu"):
-        blocks = [rng.unit_normal(keys, stream, counter + i, shape) for i in range(count)]
-        return blocks[0] if count == 1 else torch.cat(blocks, dim=1)
     return _rng_kernels.unit_normal(keys, [rng._offset(stream, counter + i) for i in range(count)], shape)
 
 
@@ -96,9 +91,9 @@ CALL_FEATURES = 16384
 
 
 def draws_per_call(features: int) -> int:
-    """Counters of a stream drawn per generator call when one counter's block has ``features`` features per
-    replica-set: several for a single env or a few replicas with the kernels on, else 1 (the definition)."""
-    return max(1, CALL_FEATURES // features) if enabled() else 1
+    """``bandit_gym.synthetic._counters_per_call`` with the kernels on: several counters of a stream per generator
+    call where one counter's block has ``features`` features per replica-set (a single env or a few replicas)."""
+    return max(1, CALL_FEATURES // features)
 
 
 def per_counter(function, x: torch.Tensor, rounds: int) -> torch.Tensor:
@@ -108,12 +103,40 @@ def per_counter(function, x: torch.Tensor, rounds: int) -> torch.Tensor:
     return torch.cat([function(part.contiguous()) for part in x.split(rounds, dim=1)], dim=1)
 
 
-def block_draws_numpy(draws: rng.BlockDraws, keys: torch.Tensor, t: int) -> np.ndarray:
-    """``draws(keys, t).numpy()`` (CPU keys) as a view of the block's numpy array, kept with the block: a
-    single env's round then makes no torch call."""
+# -- the single env's round in numpy (bandit_gym._base.BanditSimulator.step with an int on CPU) --------------------
+def numpy_step(sim, action: int) -> tuple[np.ndarray, np.ndarray]:
+    """``BanditSimulator.step(action)`` for an int on CPU where ``sim.numpy_rewards``: the chosen arm's expected
+    reward, its regret and the random rewards in float32 numpy arithmetic on views of the drawn block (the same
+    numbers as torch's), ``(R,)`` numpy arrays each; then round ``t + 1``'s arms."""
+    _, expected, best, _ = sim._round_arrays()  # (R, K), (R,)
+    chosen = expected[:, action]  # (R,)
+    regret = best - chosen
+    rewards = sim._sample_rewards(chosen, sim.t)  # numpy in, numpy out
+    sim.t += 1
+    sim._show_arms()
+    return rewards, regret
+
+
+def round_arrays(sim) -> tuple:
+    """``BanditSimulator._round_arrays`` (CPU): round ``t``'s rows of numpy views of the drawn block, the views
+    made once per block (kept in ``sim._arrays``); those of ``sim.expected``, ``best`` and ``optimal_action``
+    where they were set after the block was drawn (``bandit_gym.feedback.Drift`` sets them)."""
+    if sim._arrays is None or sim._arrays[0] is not sim._chunk:
+        sim._arrays = (sim._chunk, tuple(x.numpy() for x in sim._chunk))
+    row = sim.t % sim.chunk_rounds
+    contexts, expected, best, optimal = sim._arrays[1]
+    drawn = sim._rounds[row]
+    if sim.expected is drawn[1] and sim.best is drawn[2] and sim.optimal_action is drawn[3]:
+        return contexts[:, row], expected[:, row], best[:, row], optimal[:, row]
+    return contexts[:, row], sim.expected.numpy(), sim.best.numpy(), sim.optimal_action.numpy()
+
+
+def chunk_draws_numpy(draws: rng.ChunkDraws, keys: torch.Tensor, t: int) -> np.ndarray:
+    """``draws(keys, t).numpy()`` (CPU keys) as a view of the block's numpy array, kept with the block: the
+    reward draws of :func:`numpy_step`'s round (``bandit_gym.synthetic``'s ``_round_noise`` for numpy)."""
     cache = draws._cache
-    if cache is None or cache[0] is not keys or cache[1] != t // draws.block or draws._cache_numpy is None \
+    if cache is None or cache[0] is not keys or cache[1] != t // draws.chunk_rounds or draws._cache_numpy is None \
             or draws._cache_numpy[0] is not cache[2]:
-        draws(keys, t)
+        _rng_kernels.chunk_draws(draws, keys, t)  # the block in hand
         draws._cache_numpy = (draws._cache[2], draws._cache[2].numpy())
-    return draws._cache_numpy[1][:, t % draws.block]  # (R, *shape)
+    return draws._cache_numpy[1][:, t % draws.chunk_rounds]  # (R, *shape)

@@ -1,4 +1,4 @@
-"""Compiled CPU kernels (numba) of :mod:`bandit_gym.rng`: the one compiled SplitMix64 and Box-Muller.
+"""The speed devices of :mod:`bandit_gym.rng`: the one compiled (numba) SplitMix64 and Box-Muller, and a block cache.
 
 :mod:`bandit_gym.rng` is the definition (plain torch, and what runs on CUDA); each of its functions that has a
 kernel decides in its first line (``if kernels.enabled() and ...: return kernels.x(...)``). This module imports
@@ -9,14 +9,17 @@ torch function.
 Kernels (each takes the block's start offset, ``rng``'s ``offset(stream, counter)``, from its caller):
 
 * :func:`random_words` for :func:`bandit_gym.rng.random_words` (the same integers: the arithmetic is exact);
-* :func:`unit_normal` for :func:`bandit_gym.rng.unit_normal` (the synthetic envs' arm features, through
-  :func:`bandit_gym._kernels.unit_normal`; within one float32 ulp);
+* :func:`unit_normal` for :func:`bandit_gym.rng.unit_normal` of the synthetic envs' arm features (decided in
+  ``bandit_gym.synthetic._unit_normal_counters``, through :func:`bandit_gym._kernels.unit_normal`; within one float32
+  ulp);
 * :func:`normal` for :func:`bandit_gym.rng.approx_normal` (the agents' Langevin noise and posterior samples:
-  float32 cosines and sines, within 1.5e-6 of :func:`bandit_gym.rng.normal`; 8x on ``linear_paper.py``, the
-  table in ``docs/agents.md``).
+  float32 cosines and sines, within 1.5e-6 of :func:`bandit_gym.rng.normal`).
 
-SplitMix64 is written once, :func:`_word`; Box-Muller's inputs once, :func:`_box_muller_input`. The measured
-gains of the envs' kernels are in ``docs/envs.md``.
+and one torch-level device: :func:`chunk_draws` for :class:`bandit_gym.rng.ChunkDraws` (the block of draws kept
+in hand for its rounds; the same numbers). What each earns: ``benchmarks/speed_devices.py``
+(``benchmarks/results/speed_devices.md``).
+
+SplitMix64 is written once, :func:`_word`; Box-Muller's inputs once, :func:`_box_muller_input`.
 """
 
 from __future__ import annotations
@@ -179,3 +182,14 @@ def _unit_rows(log_u1, cos, sin, dim, out):
             norm = math.sqrt(squares)
             for i in range(row * dim, (row + 1) * dim):
                 out[r, i] = np.float32(z[i] / norm)
+
+
+# -- rng.ChunkDraws: the block in hand ---------------------------------------------------------------------------
+def chunk_draws(draws, keys: torch.Tensor, t: int) -> torch.Tensor:
+    """``rng.ChunkDraws.__call__`` (``draws(keys, t)``, ``(R, *shape)``) with the block in hand: block
+    ``t // draws.chunk_rounds`` is drawn once (``draws.draw_chunk``) and kept in ``draws._cache`` for its other rounds
+    (with the switch off every round draws its block: the same rows)."""
+    index = t // draws.chunk_rounds
+    if draws._cache is None or draws._cache[0] is not keys or draws._cache[1] != index:
+        draws._cache = (keys, index, draws.draw_chunk(keys, index))
+    return draws._cache[2].select(1, t % draws.chunk_rounds)  # (R, *shape)

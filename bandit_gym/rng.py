@@ -36,7 +36,7 @@ from bandit_gym import _rng_kernels as kernels
 
 __all__ = [
     "Stream", "seed_to_key", "next_episode_key", "random_words", "uniform", "normal", "approx_normal",
-    "unit_normal", "permutation", "BlockDraws", "mix64",
+    "unit_normal", "permutation", "ChunkDraws", "mix64",
 ]
 
 # SplitMix64 constants (bandit_gym._rng_kernels.GOLDEN, ...) as signed int64: torch has no uint64 arithmetic.
@@ -192,42 +192,50 @@ def permutation(keys: torch.Tensor, stream: int, n: int, counter: int = 0) -> to
     return torch.argsort(random_words(keys, stream, counter, n), dim=1)
 
 
-class BlockDraws:
-    """Per-round draws fetched ``block`` rounds at a time: ``draws(keys, t) -> (R, *shape)``.
+class ChunkDraws:
+    """Per-round draws fetched ``chunk_rounds`` rounds at a time: ``draws(keys, t) -> (R, *shape)``.
 
-    Round ``t`` is row ``t % block`` of ``draw(keys, stream, t // block, (block, *shape))``: still a
-    pure function of (replica key, stream, t), so the block size changes which counters are used
+    Round ``t`` is row ``t % chunk_rounds`` of
+    ``draw(keys, stream, t // chunk_rounds, (chunk_rounds, *shape))``: still a
+    pure function of (replica key, stream, t), so the chunk size changes which counters are used
     (part of the stream's definition) but nothing else. One generator call costs tens of
-    microseconds whatever its size; this pays it once per ``block`` rounds.
+    microseconds whatever its size; with the kernels on (:func:`bandit_gym._rng_kernels.chunk_draws`) the chunk
+    is drawn once and kept, so the call is paid once per ``chunk_rounds`` rounds (``BANDIT_GYM_KERNELS=0``: each
+    round draws its chunk, the definition).
 
     Args:
         kind: ``"normal"`` or ``"uniform"``.
         stream: The stream id (a :class:`Stream`).
         shape: Shape of one round's draw per replica.
-        block: Rounds per generator call.
-        scale: A number each draw is multiplied by (in float32, once per block: the same numbers as
+        chunk_rounds: Rounds per generator call.
+        scale: A number each draw is multiplied by (in float32, once per chunk: the same numbers as
             multiplying each round's draws).
     """
 
-    def __init__(self, kind: str, stream: int, shape: tuple[int, ...] = (), block: int = 128,
+    def __init__(self, kind: str, stream: int, shape: tuple[int, ...] = (), chunk_rounds: int = 128,
                  scale: float | None = None) -> None:
         draws: dict[str, Callable[..., torch.Tensor]] = {"normal": normal, "uniform": uniform}
         if kind not in draws:
             raise ValueError(f"kind must be one of {sorted(draws)}, got {kind!r}")
-        self.kind, self.stream, self.shape, self.block = kind, int(stream), tuple(shape), int(block)
+        self.kind, self.stream, self.shape, self.chunk_rounds = (kind, int(stream), tuple(shape),
+                                                                int(chunk_rounds))
         self.scale = scale
         self._draw = draws[kind]
-        self._cache: tuple[torch.Tensor, int, torch.Tensor] | None = None  # (keys, block index, values)
-        self._cache_numpy: tuple | None = None  # (values, their numpy view): bandit_gym._kernels.block_draws_numpy
+        # the chunk in hand (keys, chunk index, values) and its numpy view (values, view): the speed devices
+        # bandit_gym._rng_kernels.chunk_draws and bandit_gym._kernels.chunk_draws_numpy keep them here
+        self._cache: tuple[torch.Tensor, int, torch.Tensor] | None = None
+        self._cache_numpy: tuple | None = None
 
     def __call__(self, keys: torch.Tensor, t: int) -> torch.Tensor:
-        index = t // self.block
-        if self._cache is None or self._cache[0] is not keys or self._cache[1] != index:
-            values = self._draw(keys, self.stream, index, (self.block, *self.shape))  # (R, block, *shape)
-            if self.scale is not None:
-                values = self.scale * values
-            self._cache = (keys, index, values)
-        return self._cache[2].select(1, t % self.block)  # (R, *shape)
+        """Round ``t``'s draws ``(R, *shape)``: row ``t % chunk_rounds`` of chunk ``t // chunk_rounds``."""
+        if kernels.enabled():
+            return kernels.chunk_draws(self, keys, t)  # the same rows, each chunk drawn once and kept
+        return self.draw_chunk(keys, t // self.chunk_rounds).select(1, t % self.chunk_rounds)  # (R, *shape)
+
+    def draw_chunk(self, keys: torch.Tensor, index: int) -> torch.Tensor:
+        """Chunk ``index``'s draws, ``(R, chunk_rounds, *shape)``, times ``scale``."""
+        values = self._draw(keys, self.stream, index, (self.chunk_rounds, *self.shape))  # (R, chunk_rounds, *shape)
+        return values if self.scale is None else self.scale * values
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_cache": None, "_cache_numpy": None}  # derived state: pickles stay small

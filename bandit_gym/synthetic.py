@@ -24,7 +24,7 @@ PAPER_NOISE_STD = math.sqrt(0.5)
 #: depends on the shape only, never on the number of replicas. 2048 normals come from 1024 words:
 #: torch runs its float64 cos and sin on that many elements on one thread (on more, on its intra-op
 #: threads), so a single env's torch path (BANDIT_GYM_KERNELS=0) never waits on the thread pool.
-_BLOCK_FEATURES = 2048
+_COUNTER_FEATURES = 2048
 #: Peak bytes per drawn feature (float64 normals and their temporaries on the torch path).
 _BYTES_PER_FEATURE = 48
 #: Largest ``noise_std``. A reward is ``mean + noise_std * z`` in float32, where a standard normal draw has
@@ -64,30 +64,30 @@ class SyntheticBanditSimulator(BanditSimulator):
         self.changing_arms = check_bool("changing_arms", changing_arms)
         self.noise_std = _check_noise_std(noise_std)
         self.instance_seed = None if instance_seed is None else check_int("instance_seed", instance_seed, minimum=0)
-        self.draw_rounds = max(1, _BLOCK_FEATURES // (self.n_arms * self.dim))  # rounds per counter of the stream
+        self.draw_rounds = max(1, _COUNTER_FEATURES // (self.n_arms * self.dim))  # rounds per counter of the stream
         features = self.num_replicas * self.draw_rounds * self.n_arms * self.dim  # per counter of the stream
-        self.draws_per_block = _kernels.draws_per_call(features)  # counters drawn together (1: kernels off)
-        self.block_rounds = self.draw_rounds * self.draws_per_block
-        check_memory(features * self.draws_per_block * _BYTES_PER_FEATURE,
+        self.counters_per_chunk = _counters_per_call(features)  # counters drawn together
+        self.chunk_rounds = self.draw_rounds * self.counters_per_chunk
+        check_memory(features * self.counters_per_chunk * _BYTES_PER_FEATURE,
                      f"{self.num_replicas} replica(s) of {self.n_arms} arms x dim {dim}")
         self.theta: torch.Tensor | None = None  # (R or 1, d)
         self.fixed_arms: torch.Tensor | None = None  # (R or 1, K, d) with changing_arms=False
-        self._noise: rng.BlockDraws | None = None  # reward draws, 256 rounds per generator call
+        self._noise: rng.ChunkDraws | None = None  # reward draws, 256 rounds per generator call
 
     def _new_episode(self) -> None:
         keys = self.keys if self.instance_seed is None else rng.seed_to_key(self.instance_seed).to(self.device)
-        self.theta = _kernels.unit_normal(keys, Stream.INSTANCE, 0, (self.dim,))  # (R or 1, d)
+        self.theta = _unit_normal_counters(keys, Stream.INSTANCE, 0, (self.dim,))  # (R or 1, d)
         if not self.changing_arms:
-            self.fixed_arms = _kernels.unit_normal(keys, Stream.INSTANCE, 1, (self.n_arms, self.dim))  # (R or 1, K, d)
-        self._noise = rng.BlockDraws(self._noise_kind, Stream.REWARD, (), block=256,
+            self.fixed_arms = _unit_normal_counters(keys, Stream.INSTANCE, 1, (self.n_arms, self.dim))  # (R or 1, K, d)
+        self._noise = rng.ChunkDraws(self._noise_kind, Stream.REWARD, (), chunk_rounds=256,
                                      scale=self.noise_std if self._noise_kind == "normal" else None)
 
     def _contexts(self, block: int) -> torch.Tensor:
-        shape = (self.block_rounds, self.n_arms, self.dim)
+        shape = (self.chunk_rounds, self.n_arms, self.dim)
         if not self.changing_arms:
             return self.fixed_arms[:, None].expand(self.num_replicas, *shape).clone()  # (R, B, K, d)
-        first, count = block * self.draws_per_block, self.draws_per_block  # counters of the CONTEXT stream
-        return _kernels.unit_normal(self.keys, Stream.CONTEXT, first, (self.draw_rounds, *shape[1:]), count=count)
+        first, count = block * self.counters_per_chunk, self.counters_per_chunk  # counters of the CONTEXT stream
+        return _unit_normal_counters(self.keys, Stream.CONTEXT, first, (self.draw_rounds, *shape[1:]), count)
 
     def _scores(self, contexts: torch.Tensor) -> torch.Tensor:
         """``x . theta*`` of every arm, ``(R, B, K, d) -> (R, B, K)``."""
@@ -97,11 +97,9 @@ class SyntheticBanditSimulator(BanditSimulator):
 
     def _round_noise(self, like: torch.Tensor | np.ndarray, t: int) -> torch.Tensor | np.ndarray:
         """Round ``t``'s reward draws ``(R,)``, of the kind of ``like`` (a tensor or a numpy array)."""
-        if not isinstance(like, np.ndarray):
-            return self._noise(self.keys, t)
-        if _kernels.enabled():
-            return _kernels.block_draws_numpy(self._noise, self.keys, t)  # the same values, a cached numpy view
-        return self._noise(self.keys, t).numpy()
+        if isinstance(like, np.ndarray):  # the single env's numpy round (bandit_gym._kernels.numpy_step)
+            return _kernels.chunk_draws_numpy(self._noise, self.keys, t)  # the same values, a cached numpy view
+        return self._noise(self.keys, t)
 
     def _noise_rounds(self, t: int, n: int) -> torch.Tensor:
         """Rounds ``t .. t + n - 1``'s reward draws ``(R, n)``: those :meth:`_round_noise` gives one round at a time."""
@@ -110,7 +108,25 @@ class SyntheticBanditSimulator(BanditSimulator):
     def _per_draw(self, function, x: torch.Tensor) -> torch.Tensor:
         """``function(x)`` for ``x`` ``(R, B, ...)``; per counter of the stream where a call drew several
         (:func:`bandit_gym._kernels.per_counter`)."""
-        return function(x) if self.draws_per_block == 1 else _kernels.per_counter(function, x, self.draw_rounds)
+        return function(x) if self.counters_per_chunk == 1 else _kernels.per_counter(function, x, self.draw_rounds)
+
+
+def _unit_normal_counters(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...],
+                        count: int = 1) -> torch.Tensor:
+    """:func:`bandit_gym.rng.unit_normal` of counters ``counter .. counter + count - 1``, concatenated along axis 1:
+    ``(R, count * shape[0], *shape[1:])`` (a block is a pure function of key, stream and counter)."""
+    if _kernels.enabled() and keys.device.type == "cpu":
+        return _kernels.unit_normal(keys, stream, counter, shape, count)  # compiled, within one float32 ulp
+    blocks = [rng.unit_normal(keys, stream, counter + i, shape) for i in range(count)]
+    return blocks[0] if count == 1 else torch.cat(blocks, dim=1)
+
+
+def _counters_per_call(features: int) -> int:
+    """Counters of the context stream drawn per generator call where one counter's block has ``features`` features
+    (all replicas): 1, the definition (read when the env is built; a block is a block whatever is drawn with it)."""
+    if _kernels.enabled():
+        return _kernels.draws_per_call(features)  # several for a single env or a few replicas: the same numbers
+    return 1
 
 
 def _check_noise_std(noise_std: float) -> float:

@@ -5,9 +5,11 @@ Counts the non-blank, non-comment lines of the library (every ``.py`` file under
 both and the percentage. Docstrings count as lines (they are not comments); a blank line inside a
 docstring does not.
 
-What is speed-only is listed in :data:`SPEED_ONLY` (whole files, or functions and classes by their
-qualified name) with the reason and whether ``BANDIT_GYM_KERNELS=0`` switches it off, from reading the code;
-the findings are in ``benchmarks/results/code_size.md``. Lines that call a kernel outside a ``_kernels.py``
+What is speed-only is listed in :data:`SPEED_ONLY` (whole files, or functions, classes and module-level names by
+their qualified name) with the reason, whether ``BANDIT_GYM_KERNELS=0`` switches it off, from reading the code, and
+what it earns: the gains ``benchmarks/speed_devices.py`` recorded (read from
+``benchmarks/results/speed_devices.md``) or where else it is recorded. The findings are in
+``benchmarks/results/code_size.md``. Lines that call a kernel outside a ``_kernels.py``
 (the switch's call sites) are counted as speed-only too.
 
 Usage::
@@ -26,82 +28,128 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = ("bandit_gym", "agents", "bandit_experiments")
 
+#: Where :data:`SPEED_ONLY`'s gains are recorded: ``python benchmarks/speed_devices.py``'s table.
+GAINS = ROOT / "benchmarks" / "results" / "speed_devices.md"
+_HELPER = "helper"  # a device's helper: its gain is the device's
+_UNMEASURED = "not measured"
+
 #: Every speed device of the library, as (file, qualified name or None for the whole file, switched off by
-#: ``BANDIT_GYM_KERNELS=0``, what it is and what it replaces). A device's helpers are entries of their own
-#: (``helper of ...``), so each line of a file is counted once.
-SPEED_ONLY: list[tuple[str, str | None, bool, str]] = [
-    # bandit_gym.rng's compiled SplitMix64 and Box-Muller (each decided in the first line of its rng function)
-    ("bandit_gym/_rng_kernels.py", "random_words", True, "numba loop of rng.random_words (the same integers)"),
-    ("bandit_gym/_rng_kernels.py", "_starts", True, "helper of the rng kernels: each block's first word"),
-    ("bandit_gym/_rng_kernels.py", "_word", True, "helper of the rng kernels: the compiled SplitMix64"),
-    ("bandit_gym/_rng_kernels.py", "_words", True, "helper of random_words"),
+#: ``BANDIT_GYM_KERNELS=0``, what it is and what it replaces, what it earns). A device's helpers are entries of their
+#: own (``helper``), so each line of a file is counted once. What it earns: the rows of
+#: ``benchmarks/results/speed_devices.md`` that time it (``rows: name name``; the gains are read from there), or where
+#: else it is recorded, or ``not measured``.
+SPEED_ONLY: list[tuple[str, str | None, bool, str, str]] = [
+    # bandit_gym.rng's compiled SplitMix64 and Box-Muller and its block cache (each decided in the first line of
+    # its rng function)
+    ("bandit_gym/_rng_kernels.py", "random_words", True, "numba loop of rng.random_words (the same integers)",
+     "rows: random_words random_words-ties random_words-minibatch"),
+    ("bandit_gym/_rng_kernels.py", "_starts", True, "helper of the rng kernels: each block's first word", _HELPER),
+    ("bandit_gym/_rng_kernels.py", "_word", True, "helper of the rng kernels: the compiled SplitMix64", _HELPER),
+    ("bandit_gym/_rng_kernels.py", "_words", True, "helper of random_words", _HELPER),
     ("bandit_gym/_rng_kernels.py", "_box_muller_input", True, "helper of the rng kernels: the compiled Box-Muller "
-     "inputs"),
+     "inputs", _HELPER),
     ("bandit_gym/_rng_kernels.py", "normal", True, "numba loop of rng.normal with float32 trigonometry "
-     "(rng.approx_normal, the agents' draws)"),
-    ("bandit_gym/_rng_kernels.py", "_normal_rows", True, "helper of normal"),
-    ("bandit_gym/_rng_kernels.py", "unit_normal", True, "compiled rng.unit_normal (three steps per pass)"),
-    ("bandit_gym/_rng_kernels.py", "_box_muller_inputs", True, "helper of unit_normal"),
-    ("bandit_gym/_rng_kernels.py", "_unit_rows", True, "helper of unit_normal"),
-    # the envs' devices
-    ("bandit_gym/_kernels.py", "unit_normal", True, "rng.unit_normal of several counters per call for the "
-     "synthetic envs' arms, compiled"),
-    ("bandit_gym/_kernels.py", "linear_scores", True, "numba loop of the synthetic envs' x . theta*"),
-    ("bandit_gym/_kernels.py", "_scores", True, "helper of linear_scores"),
-    ("bandit_gym/_kernels.py", "best_arms", True, "numba loop of torch.max(expected, dim=2)"),
-    ("bandit_gym/_kernels.py", "_best_arms", True, "helper of best_arms"),
+     "(rng.approx_normal, the agents' draws)", "rows: approx_normal"),
+    ("bandit_gym/_rng_kernels.py", "_normal_rows", True, "helper of normal", _HELPER),
+    ("bandit_gym/_rng_kernels.py", "unit_normal", True, "compiled rng.unit_normal (three steps per pass)",
+     "rows: unit_normal-single unit_normal-batched"),
+    ("bandit_gym/_rng_kernels.py", "_box_muller_inputs", True, "helper of unit_normal", _HELPER),
+    ("bandit_gym/_rng_kernels.py", "_unit_rows", True, "helper of unit_normal", _HELPER),
+    ("bandit_gym/_rng_kernels.py", "chunk_draws", True, "rng.ChunkDraws' block kept in hand for its rounds (the "
+     "definition draws a round's block each round)", "rows: chunk_draws"),
+    # the envs' devices (each decided in the first line of its torch function)
+    ("bandit_gym/_kernels.py", "unit_normal", True, "synthetic._unit_normal_counters (the arm features), compiled",
+     "rows: unit_normal-single unit_normal-batched"),
+    ("bandit_gym/_kernels.py", "linear_scores", True, "numba loop of the synthetic envs' x . theta* (_scores)",
+     "rows: linear_scores-single linear_scores-batched"),
+    ("bandit_gym/_kernels.py", "_scores", True, "helper of linear_scores", _HELPER),
+    ("bandit_gym/_kernels.py", "best_arms", True, "numba loop of _base.best_arms (amax and the first argmax)",
+     "rows: best_arms-single best_arms-batched best_arms-1000"),
+    ("bandit_gym/_kernels.py", "_best_arms", True, "helper of best_arms", _HELPER),
     ("bandit_gym/_kernels.py", "draws_per_call", True, "several counters of a context stream per generator call "
-     "(one is the definition; read when the env is built)"),
-    ("bandit_gym/_kernels.py", "per_counter", True, "helper of draws_per_call: each counter's sums on their own"),
-    ("bandit_gym/_kernels.py", "block_draws_numpy", True, "a cached numpy view of a single env's reward draws"),
+     "(synthetic._counters_per_call: 1 is the definition; read when the env is built)", "rows: draws_per_call"),
+    ("bandit_gym/_kernels.py", "per_counter", True, "helper of draws_per_call: each counter's sums on their own",
+     _HELPER),
     ("bandit_gym/synthetic.py", "SyntheticBanditSimulator._per_draw", True,
-     "per-counter sums where a call drew several counters (one with the switch off, read when the env is built)"),
-    ("bandit_gym/_base.py", "BanditSimulator._round_arrays", False, "a single env's round as numpy views of the "
-     "drawn block (no torch call a round; numpy_rewards envs)"),
+     "helper of draws_per_call (per_counter where a call drew several counters)", _HELPER),
+    ("bandit_gym/_kernels.py", "numpy_step", True, "a single env's round in numpy (BanditSimulator.step with an int "
+     "on CPU, numpy_rewards envs)", "rows: numpy_step numpy_step-fixed numpy_step-logistic"),
+    ("bandit_gym/_kernels.py", "round_arrays", True, "helper of numpy_step: numpy views of the block, made once "
+     "(BanditSimulator._round_arrays)", _HELPER),
+    ("bandit_gym/_kernels.py", "chunk_draws_numpy", True, "helper of numpy_step: the reward draws' numpy view",
+     _HELPER),
     ("bandit_gym/_base.py", "BanditSimulator.next_rounds", False, "up to a chunk of rounds per call (the rounds of "
-     "as many steps, bit for bit)"),
+     "as many steps, bit for bit; also the envs' public next_rounds)", "rows: chunks chunks-10"),
+    ("bandit_gym/datasets/loaders.py", "_CACHE", False, "a loaded data set kept per process (a second env of the "
+     "same data reads and preprocesses nothing)", _UNMEASURED),
     ("agents/loop/rounds.py", "ChunkSteps", False, "steps handed out from next_rounds chunks (the same numbers as "
-     "env.step)"),
+     "env.step)", "rows: chunks chunks-10"),
     # the agents' devices
-    ("agents/_kernels.py", "linear_langevin", True, "numba loop of langevin_steps with the linear model"),
-    ("agents/_kernels.py", "_linear_langevin", True, "helper of linear_langevin"),
+    ("agents/_kernels.py", "linear_langevin", True, "numba loop of langevin_steps with the linear model (decided in "
+     "the linear chain's function, agents/chains/langevin.py)", "rows: linear_langevin"),
+    ("agents/_kernels.py", "_linear_langevin", True, "helper of linear_langevin", _HELPER),
     ("agents/_kernels.py", "linear_langevin_affine", True, "langevin_steps (linear model) as one baddbmm a step, "
-     "off the CPU (enabled_off_cpu)"),
-    ("agents/_kernels.py", "linear_scores", True, "numba loop of agents.models.reward.linear_scores"),
-    ("agents/_kernels.py", "_linear_scores", True, "helper of linear_scores"),
-    ("agents/_kernels.py", "add_observation", True, "numba loop of agents.models.reward.add_observation"),
-    ("agents/_kernels.py", "_add_observation", True, "helper of add_observation"),
-    ("agents/_kernels.py", "act_backward", True, "MLPModel's hand-written backward pass (autograd is the "
-     "definition)"),
-    ("agents/_kernels.py", "mlp_backward", True, "hand-written backward pass (as above)"),
-    ("agents/_kernels.py", "outer_rows", True, "hand-written backward pass (as above)"),
-    ("agents/_kernels.py", "_squared", True, "hand-written backward pass (as above)"),
-    ("agents/_kernels.py", "mlp_gradient", True, "hand-written MLPModel.gradient"),
-    ("agents/_kernels.py", "mlp_gradient_squares", True, "hand-written MLPModel.gradient_squares"),
-    ("agents/_kernels.py", "mlp_arm_gradients", True, "hand-written MLPModel.arm_gradients"),
-    ("agents/_kernels.py", "mlp_gradient_norms", True, "hand-written MLPModel.gradient_norms"),
-    ("agents/_kernels.py", "_grouped", True, "block-aware first layer (the dense product is the definition)"),
-    ("agents/_kernels.py", "_padded", True, "block-aware first layer (as above)"),
-    ("agents/_kernels.py", "block_matmul", True, "block-aware first layer's x W^T"),
-    ("agents/_kernels.py", "block_weight_gradient", True, "block-aware first layer's weight gradient"),
-    ("agents/_kernels.py", "block_outer_rows", True, "block-aware first layer's per-row gradients"),
+     "off the CPU (enabled_off_cpu; decided with linear_langevin)",
+     "2.8x / 3.4x (LMC-TS, 1,000 replicas, one H100: benchmarks/results/gpu.md)"),
+    ("agents/_kernels.py", "linear_scores", True, "numba loop of agents.models.reward.linear_scores",
+     "rows: agents-linear_scores agents-linear_scores-160"),
+    ("agents/_kernels.py", "_linear_scores", True, "helper of linear_scores", _HELPER),
+    ("agents/_kernels.py", "add_observation", True, "numba loop of agents.models.reward.add_observation (the same "
+     "bits)", "rows: add_observation add_observation-160"),
+    ("agents/_kernels.py", "_add_observation", True, "helper of add_observation", _HELPER),
+    ("agents/_kernels.py", "act_backward", True, "helper of MLPModel's hand-written backward pass", _HELPER),
+    ("agents/_kernels.py", "mlp_backward", True, "helper of the hand-written backward pass", _HELPER),
+    ("agents/_kernels.py", "outer_rows", True, "helper of the hand-written backward pass", _HELPER),
+    ("agents/_kernels.py", "_squared", True, "helper of the hand-written backward pass", _HELPER),
+    ("agents/_kernels.py", "mlp_gradient", True, "hand-written MLPModel.gradient (autograd is the definition)",
+     "rows: mlp_gradient"),
+    ("agents/_kernels.py", "mlp_gradient_squares", True, "hand-written MLPModel.gradient_squares",
+     "rows: mlp_gradient_squares"),
+    ("agents/_kernels.py", "mlp_arm_gradients", True, "hand-written MLPModel.arm_gradients", "rows: mlp_arm_gradients"),
+    ("agents/_kernels.py", "mlp_gradient_norms", True, "hand-written MLPModel.gradient_norms",
+     "rows: mlp_gradient_norms"),
+    ("agents/_kernels.py", "_grouped", True, "helper of the block-aware first layer", _HELPER),
+    ("agents/_kernels.py", "_padded", True, "helper of the block-aware first layer", _HELPER),
+    ("agents/_kernels.py", "block_matmul", True, "block-aware first layer's x W^T (the dense product is the "
+     "definition; decided in MLPModel._as_rows, by the rows' form)",
+     "1.2x (LMC-TS) to 1.8x (NeuralTS) a round of CIFAR10-sized rows "
+     "(benchmarks/results/cifar_size.md)"),
+    ("agents/_kernels.py", "block_weight_gradient", True, "block-aware first layer's weight gradient",
+     "with block_matmul (benchmarks/results/cifar_size.md)"),
+    ("agents/_kernels.py", "block_outer_rows", True, "block-aware first layer's per-row gradients",
+     "with block_matmul (benchmarks/results/cifar_size.md)"),
     ("agents/models/blocks.py", None, False, "block_arms rows' storage form (d / N values a row, the user's setting); "
-     "with the switch off the rows are written out and the dense layer runs"),
-    ("agents/models/mlp.py", "MLPModel.history_fields", False, "block_arms rows stored in block form (as above)"),
-    ("agents/models/mlp.py", "MLPModel.add", False, "block_arms rows stored in block form (as above)"),
-    ("agents/models/mlp.py", "MLPModel.rows", False, "block_arms rows stored in block form (as above)"),
-    ("agents/models/mlp.py", "MLPModel._as_rows", True, "block form for the kernels' first layer, dense rows when off"),
-    ("agents/models/mlp.py", "MLPModel.gradient", True, "dispatch to the hand-written backward (else autograd)"),
+     "with the switch off the rows are written out and the dense layer runs", "memory, not time: a CIFAR10 row "
+     "is 3,072 values, not 30,720"),
+    ("agents/models/mlp.py", "MLPModel.history_fields", False, "block_arms rows stored in block form (as above)",
+     _HELPER),
+    ("agents/models/mlp.py", "MLPModel.add", False, "block_arms rows stored in block form (as above)", _HELPER),
+    ("agents/models/mlp.py", "MLPModel.rows", False, "block_arms rows stored in block form (as above)", _HELPER),
+    ("agents/models/mlp.py", "MLPModel._as_rows", True, "block form for the kernels' first layer, dense rows when off",
+     _HELPER),
+    ("agents/models/mlp.py", "MLPModel.gradient", True, "dispatch to the hand-written backward (else autograd)",
+     _HELPER),
     ("agents/models/mlp.py", "MLPModel.gradient_squares", True,
-     "dispatch to the hand-written backward (else autograd)"),
-    ("agents/models/mlp.py", "MLPModel.gradient_norms", True, "dispatch to the hand-written backward (else autograd)"),
-    ("agents/base.py", "_replica_index", False, "a cache: arange(R) made once per size and device"),
-    ("agents/base.py", "BanditAgent._argmax", False, "a shortcut: on CPU, no tie-breaking draws where no replica "
-     "has a tie (random_argmax's answer, whatever the draws)"),
+     "dispatch to the hand-written backward (else autograd)", _HELPER),
+    ("agents/models/mlp.py", "MLPModel.gradient_norms", True, "dispatch to the hand-written backward (else autograd)",
+     _HELPER),
+    ("agents/base.py", "_replica_index", False, "a cache: arange(R) made once per size and device",
+     "rows: replica_index"),
+    ("agents/_kernels.py", "unique_argmax", True, "a shortcut of BanditAgent._argmax: on CPU, no tie-breaking draws "
+     "where no replica has a tie (random_argmax's answer, whatever the draws)",
+     "rows: argmax-shortcut argmax-shortcut-100"),
+    ("agents/base.py", "_RoundLog", False, "the run's per-round values in chunks of 4,096 rows, moved to the host "
+     "once at the end (no read into Python a round)", _UNMEASURED),
+    ("agents/models/feelgood.py", "_ArmSets", False, "FG-LMC-TS's arm sets, each run of equal sets stored once "
+     "and scored once a step (the definition: one set a round)", _UNMEASURED),
+    ("agents/models/feelgood.py", "_best_arms", False, "helper of the feel-good term's closed-form gradient", _HELPER),
+    ("agents/models/feelgood.py", "FeelGood.feel_good_gradient", False, "the feel-good term's closed-form gradient "
+     "for linear and logistic scores (autograd is the definition; the whole method counted)", _UNMEASURED),
     # the rest of the kernel files: their docstrings, the switch, constants
-    ("bandit_gym/_rng_kernels.py", None, True, "the rest of the file (docstring, enabled(), SplitMix64 constants)"),
-    ("bandit_gym/_kernels.py", None, True, "the rest of the file (docstring, imports)"),
-    ("agents/_kernels.py", None, True, "the rest of the file (docstring, enabled(), enabled_off_cpu())"),
+    ("bandit_gym/_rng_kernels.py", None, True, "the rest of the file (docstring, enabled(), SplitMix64 constants)",
+     _HELPER),
+    ("bandit_gym/_kernels.py", None, True, "the rest of the file (docstring, imports)", _HELPER),
+    ("agents/_kernels.py", None, True, "the rest of the file (docstring, enabled(), enabled_off_cpu())", _HELPER),
 ]
 
 #: A kernel call outside a ``_kernels.py`` (``_kernels.``, ``_rng_kernels.``, rng's ``kernels.``): the switch's
@@ -142,18 +190,25 @@ def count_lines(source: str, first: int = 1, last: int | None = None, docstrings
 
 
 def span(source: str, qualname: str) -> tuple[int, int]:
-    """First and last line of the function or class ``qualname`` (``"Class.method"``), decorators included;
-    a ValueError if ``source`` has none."""
+    """First and last line of the function, class or module-level assignment ``qualname`` (``"Class.method"``),
+    decorators included; a ValueError if ``source`` has none."""
     nodes: list = ast.parse(source).body
     node = None
     for name in qualname.split("."):
-        node = next((n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                     and n.name == name), None)
+        node = next((n for n in nodes if _name(n) == name), None)
         if node is None:
             raise ValueError(f"qualname {qualname!r} not found")
-        nodes = node.body
-    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        nodes = getattr(node, "body", [])
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
     return first, node.end_lineno
+
+
+def _name(node: ast.AST) -> str | None:
+    """The name a function, class or (annotated) assignment to one name defines, else None."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return targets[0].id if len(targets) == 1 and isinstance(targets[0], ast.Name) else None
 
 
 def library_files(root: Path = ROOT) -> list[Path]:
@@ -168,7 +223,7 @@ def measure(root: Path = ROOT, docstrings: bool = True) -> dict:
     library = sum(len(code_lines(s, docstrings)) for s in sources.values())
     speed: dict[tuple[str, str | None], int] = {}
     counted: dict[str, set[int]] = {}
-    for path, qualname, _, _ in SPEED_ONLY:
+    for path, qualname, *_ in SPEED_ONLY:
         rows = code_lines(sources[path], docstrings)
         if qualname is not None:
             first, last = span(sources[path], qualname)
@@ -188,14 +243,36 @@ def measure(root: Path = ROOT, docstrings: bool = True) -> dict:
             "percent": 100.0 * total / library}
 
 
+def recorded_gains(path: Path = GAINS) -> dict[str, str]:
+    """Each row of ``benchmarks/results/speed_devices.md`` and its gain (``{"best_arms-single": "0.72x"}``); empty
+    where the file is missing."""
+    gains = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            if len(cells) >= 7 and cells[6].endswith("x"):
+                gains[cells[0]] = cells[6]
+    return gains
+
+
+def gain_text(measured: str, gains: dict[str, str]) -> str:
+    """What a device earns as printed: its rows' gains read from the record, or the text as written."""
+    if not measured.startswith("rows: "):
+        return measured
+    rows = measured.removeprefix("rows: ").split()
+    shown = ", ".join(f"{row} {gains.get(row, 'not run')}" for row in rows)
+    return f"{shown} ({GAINS.relative_to(ROOT).as_posix()})"
+
+
 def main() -> None:
-    result, code = measure(), measure(docstrings=False)
-    print("lines (with docstrings / code only)  speed device (file:function)")
-    for (path, qualname, switched, why) in SPEED_ONLY:
+    result, code, gains = measure(), measure(docstrings=False), recorded_gains()
+    print("lines (with docstrings / code only)  speed device (file:function)  (switch; what; what it earns)")
+    for (path, qualname, switched, why, measured) in SPEED_ONLY:
         switch = "on the switch" if switched else "NOT on BANDIT_GYM_KERNELS"
         key = (path, qualname)
+        earns = "" if measured == _HELPER else f"; earns: {gain_text(measured, gains)}"
         print(f"{result['speed_only'][key]:5d} / {code['speed_only'][key]:4d}  "
-              f"{path}{'' if qualname is None else ':' + qualname}  ({switch}; {why})")
+              f"{path}{'' if qualname is None else ':' + qualname}  ({switch}; {why}{earns})")
     print(f"{result['call_sites']:5d} / {code['call_sites']:4d}  kernel call sites outside _kernels.py (on the switch)")
     for name, r in (("with docstrings", result), ("code only, docstrings left out", code)):
         print(f"{name}: library {r['library']} lines ({', '.join(LIBRARY)}), speed-only {r['speed_total']} "

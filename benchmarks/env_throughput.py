@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 import bandit_gym
-from bandit_gym import _kernels
+from bandit_gym import synthetic
 from bandit_gym.rng import Stream
 from bandit_gym.threads import policy
 
@@ -92,12 +92,12 @@ def batched_row(num: int, device: torch.device, seconds: float, repeats: int, sy
         sync_text = f"{num / sync_step:,.0f}"
     # The floor: the env's own draw of a block of arm sets (one generator call per block), per round.
     sim = venv.unwrapped.sim
-    keys, shape, count = sim.keys, (sim.draw_rounds, sim.n_arms, sim.dim), sim.draws_per_block
+    keys, shape, count = sim.keys, (sim.draw_rounds, sim.n_arms, sim.dim), sim.counters_per_chunk
     counter = iter(range(0, 10**9, count))
     with policy():  # torch's threads as in the env's step (bandit_gym/threads.py)
         draw = best_seconds_per_call(
-            lambda: (_kernels.unit_normal(keys, Stream.CONTEXT, next(counter), shape, count=count), wait()),
-            seconds, repeats) / sim.block_rounds
+            lambda: (synthetic._unit_normal_counters(keys, Stream.CONTEXT, next(counter), shape, count), wait()),
+            seconds, repeats) / sim.chunk_rounds
     return (f"{num:>6} {num / native:>15,.0f} {sync_text:>13} {draw * 1e3:>9.3f} {native * 1e3:>8.3f} "
             f"{native / draw:>9.2f}")
 

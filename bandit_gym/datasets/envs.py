@@ -118,7 +118,7 @@ class DatasetBanditSimulator(BanditSimulator):
         self.n_arms = len(self.data.class_names)
         self.feature_dim = self.data.dim  # d of one example
         self.dim = self.n_arms * self.feature_dim  # K d of one arm
-        self.block_rounds = max(1, 8192 // (self.n_arms * self.dim))  # rounds built per call (any number will do)
+        self.chunk_rounds = max(1, 8192 // (self.n_arms * self.dim))  # rounds built per call (any number will do)
         self.feature_low, self.feature_high = self.data.feature_low, self.data.feature_high
         self._check_size(title)
         self.rows: torch.Tensor | None = None  # (R, T) row indices of this episode, in visiting order
@@ -127,7 +127,7 @@ class DatasetBanditSimulator(BanditSimulator):
     def _check_size(self, title: str) -> None:
         """Refuse an observation above :data:`MAX_OBSERVATION_BYTES`, and an env this machine cannot hold."""
         observation = self.n_arms * self.dim * 4  # bytes of one (K, K d) float32 observation
-        total = observation * (self.num_replicas * (self.block_rounds + 2) + 2)  # blocks, batched and single bounds
+        total = observation * (self.num_replicas * (self.chunk_rounds + 2) + 2)  # blocks, batched and single bounds
         what = f"{self.num_replicas} replica(s) of {title} ({self.n_arms} arms x dim {self.dim})"
         if observation > MAX_OBSERVATION_BYTES:
             raise MemoryError(
@@ -167,7 +167,7 @@ class DatasetBanditSimulator(BanditSimulator):
             return self._one_hot_blocks(block)
 
     def _one_hot_blocks(self, block: int) -> torch.Tensor:
-        B, K, d = self.block_rounds, self.n_arms, self.feature_dim
+        B, K, d = self.chunk_rounds, self.n_arms, self.feature_dim
         # Round T (observed, never played) wraps to the first row.
         rounds = torch.arange(block * B, (block + 1) * B, device=self.device) % self.horizon  # (B,)
         rows = self.rows[:, rounds]  # (R, B)

@@ -1,4 +1,4 @@
-"""The envs' compiled kernel against its torch definition, and the envs with kernels on and off."""
+"""The envs' speed devices against their torch definitions, and the envs with kernels on and off."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import torch
 from bandit_ids import SYNTHETIC_IDS  # tests/integration is on pytest's pythonpath
 
 from bandit_gym import _kernels, rng
+from bandit_gym._base import best_arms
 from bandit_gym.rng import Stream
+from bandit_gym.synthetic import _counters_per_call, _unit_normal_counters
 
 
 @pytest.mark.parametrize("shape", [(20,), (8, 50, 20), (3, 7, 5), (1,), (1, 4), (2, 16_401)])
@@ -44,21 +46,87 @@ def test_best_arms_kernel_matches_torch_max_and_keeps_the_first_of_tied_arms():
 
 
 @pytest.mark.parametrize("kernels", ["1", "0"], ids=["kernels-on", "kernels-off"])
-def test_unit_normal_of_several_counters_is_their_blocks_concatenated(monkeypatch, kernels):
+def test_unit_normal_blocks_of_several_counters_are_their_blocks_concatenated(monkeypatch, kernels):
     # One call drawing counters 4..6 (what a single env does to pay the call's cost once per 3 blocks) must give
     # exactly the three one-counter calls' numbers: a block is a pure function of (key, stream, counter).
     monkeypatch.setenv("BANDIT_GYM_KERNELS", kernels)
     keys = rng.seed_to_key(range(3))
-    got = _kernels.unit_normal(keys, Stream.CONTEXT, 4, (2, 7, 5), count=3)
-    want = torch.cat([_kernels.unit_normal(keys, Stream.CONTEXT, counter, (2, 7, 5)) for counter in (4, 5, 6)], dim=1)
+    got = _unit_normal_counters(keys, Stream.CONTEXT, 4, (2, 7, 5), count=3)
+    want = torch.cat([_unit_normal_counters(keys, Stream.CONTEXT, counter, (2, 7, 5)) for counter in (4, 5, 6)], dim=1)
     assert got.shape == (3, 6, 7, 5) and torch.equal(got, want)
 
 
-def test_kernels_off_runs_the_torch_definition(monkeypatch):
+def test_unit_normal_blocks_with_kernels_off_is_rng_unit_normal(monkeypatch):
     keys = rng.seed_to_key(range(3))
     monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
-    assert torch.equal(_kernels.unit_normal(keys, Stream.CONTEXT, 1, (4, 6)), rng.unit_normal(keys, Stream.CONTEXT, 1,
-                                                                                             (4, 6)))
+    want = torch.cat([rng.unit_normal(keys, Stream.CONTEXT, counter, (4, 6)) for counter in (1, 2)], dim=1)
+    assert torch.equal(_unit_normal_counters(keys, Stream.CONTEXT, 1, (4, 6), count=2), want)
+
+
+def test_unit_normal_blocks_kernel_is_within_a_float32_ulp_of_the_torch_definition(monkeypatch):
+    # The device decided in _unit_normal_counters' first line against its own torch lines (as for the kernel alone).
+    keys = rng.seed_to_key(range(4))
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
+    fast = _unit_normal_counters(keys, Stream.CONTEXT, 2, (2, 50, 20), count=4)
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+    slow = _unit_normal_counters(keys, Stream.CONTEXT, 2, (2, 50, 20), count=4)
+    assert fast.shape == slow.shape == (4, 8, 50, 20)
+    torch.testing.assert_close(fast, slow, rtol=2**-23, atol=2**-24)
+
+
+def test_best_arms_with_kernels_on_and_off_are_the_same_bits(monkeypatch):
+    expected = torch.rand(4, 6, 30)  # (R, B, K)
+    expected[0, 1, [2, 9]] = 5.0  # a tie: the first arm
+    expected[3, 0, :] = 0.25  # every arm tied: arm 0
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
+    fast = best_arms(expected)
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+    slow = best_arms(expected)
+    assert torch.equal(fast[0], slow[0]) and torch.equal(fast[1], slow[1])
+    assert fast[1][0, 1] == 2 and fast[1][3, 0] == 0 and fast[1].dtype == torch.int64
+
+
+def test_counters_per_call_is_one_with_kernels_off(monkeypatch):
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
+    assert _counters_per_call(2000) == _kernels.CALL_FEATURES // 2000 > 1
+    assert _counters_per_call(10 * _kernels.CALL_FEATURES) == 1  # many replicas: one counter a call anyway
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+    assert _counters_per_call(2000) == 1
+
+
+@pytest.mark.parametrize("env_id", ["LinearBandit-v0", "LogisticBandit-v0", "QuadraticBandit-v0"])
+def test_numpy_step_gives_the_torch_steps_numbers_bit_for_bit(monkeypatch, env_id):
+    # The single env's numpy round (an int on CPU, kernels on) against the torch step of a twin simulator (an
+    # action tensor: the torch lines, the same draws): rewards, regret and the round's arrays are the same bits,
+    # across blocks of the arms (chunk_rounds) and of the reward draws (256 rounds).
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
+    numpy_sim, torch_sim = (gym.make(env_id, n_arms=5, dim=3, horizon=600).unwrapped.sim for _ in range(2))
+    for sim in (numpy_sim, torch_sim):
+        sim.reset(rng.seed_to_key(11))
+    for t in range(600):
+        arrays = numpy_sim._round_arrays()
+        monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+        definition = numpy_sim._round_arrays()  # the torch lines: views of the round's tensors
+        monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
+        assert all(np.array_equal(a, b) for a, b in zip(arrays, definition, strict=True))
+        rewards, regret = numpy_sim.step(t % 5)
+        want_rewards, want_regret = torch_sim.step(torch.tensor([t % 5]))
+        assert isinstance(rewards, np.ndarray) and isinstance(regret, np.ndarray)
+        assert np.array_equal(rewards, want_rewards.numpy()) and np.array_equal(regret, want_regret.numpy())
+
+
+def test_round_arrays_follow_expected_rewards_set_after_the_block_was_drawn(monkeypatch):
+    # bandit_gym.feedback.Drift sets the round's expected rewards, best value and optimal arm: the numpy views of
+    # the block must give way to them, as the torch definition (views of the round's tensors) does.
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
+    sim = gym.make("LinearBandit-v0", n_arms=5, dim=3).unwrapped.sim
+    sim.reset(rng.seed_to_key(2))
+    sim.expected = -sim.expected
+    sim.best, sim.optimal_action = sim.expected.amax(dim=1), sim.expected.argmax(dim=1)
+    arrays = sim._round_arrays()
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+    assert all(np.array_equal(a, b) for a, b in zip(arrays, sim._round_arrays(), strict=True))
+    assert np.array_equal(arrays[1], -sim._rounds[0][1].numpy())
 
 
 @pytest.mark.parametrize("env_id", SYNTHETIC_IDS)
@@ -96,15 +164,15 @@ def test_block_draws_numpy_view_is_the_tensor_draws_bit_for_bit():
     # also when the rounds come back to an earlier block (t = 3 after 21).
     keys = rng.seed_to_key(range(3))
     for scale in (None, 0.7):
-        draws = rng.BlockDraws("normal", Stream.REWARD, (), block=8, scale=scale)
-        reference = rng.BlockDraws("normal", Stream.REWARD, (), block=8, scale=scale)
+        draws = rng.ChunkDraws("normal", Stream.REWARD, (), chunk_rounds=8, scale=scale)
+        reference = rng.ChunkDraws("normal", Stream.REWARD, (), chunk_rounds=8, scale=scale)
         for t in (0, 1, 7, 8, 21, 3):
-            assert np.array_equal(_kernels.block_draws_numpy(draws, keys, t), reference(keys, t).numpy())
+            assert np.array_equal(_kernels.chunk_draws_numpy(draws, keys, t), reference(keys, t).numpy())
 
 
 @pytest.mark.parametrize("env_id", ["LinearBandit-v0", "LogisticBandit-v0", "QuadraticBandit-v0"])
 def test_several_counters_per_call_give_the_same_draws_bit_for_bit(monkeypatch, env_id):
-    # With the kernels on a single env draws several counters of its context stream per call (draws_per_block,
+    # With the kernels on a single env draws several counters of its context stream per call (counters_per_chunk,
     # chosen when the env is built); off, one. Run both envs with the kernels off (torch's draws and sums):
     # arms, expected rewards, best arms and rewards are the same bits, and so are the reward draws (numpy
     # views with the kernels on, the round's tensor off).
@@ -112,7 +180,7 @@ def test_several_counters_per_call_give_the_same_draws_bit_for_bit(monkeypatch, 
     several = gym.make(env_id, n_arms=6, dim=4, horizon=300)
     monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
     one = gym.make(env_id, n_arms=6, dim=4, horizon=300)
-    assert several.unwrapped.sim.draws_per_block > 1 and one.unwrapped.sim.draws_per_block == 1
+    assert several.unwrapped.sim.counters_per_chunk > 1 and one.unwrapped.sim.counters_per_chunk == 1
     runs = []
     for env in (several, one):
         obs, info = env.reset(seed=4)

@@ -111,7 +111,7 @@ def test_permutations_are_permutations():
 
 def test_block_draws_give_round_t_its_row_of_block_t_over_block():
     keys = rng.seed_to_key(range(3))
-    draws = rng.BlockDraws("normal", Stream.REWARD, (2,), block=8)
+    draws = rng.ChunkDraws("normal", Stream.REWARD, (2,), chunk_rounds=8)
     for t in (0, 7, 8, 21):
         assert torch.equal(draws(keys, t), rng.normal(keys, Stream.REWARD, t // 8, (8, 2))[:, t % 8])
 
@@ -120,7 +120,21 @@ def test_scaled_block_draws_are_the_same_numbers():
     # A synthetic env's reward noise is scaled once per block: it must be the tensor draws times the scale in
     # float32, bit for bit. (Their numpy view, a kernel: tests/envs/test_kernels.py.)
     keys = rng.seed_to_key(range(3))
-    plain = rng.BlockDraws("normal", Stream.REWARD, (), block=8)
-    scaled = rng.BlockDraws("normal", Stream.REWARD, (), block=8, scale=0.7)
+    plain = rng.ChunkDraws("normal", Stream.REWARD, (), chunk_rounds=8)
+    scaled = rng.ChunkDraws("normal", Stream.REWARD, (), chunk_rounds=8, scale=0.7)
     for t in (0, 1, 7, 8, 21, 3):
         assert torch.equal(scaled(keys, t), 0.7 * plain(keys, t))
+
+
+@pytest.mark.parametrize("kind", ["normal", "uniform"])
+def test_block_draws_kept_block_gives_the_definitions_rows_bit_for_bit(monkeypatch, kind):
+    # With the kernels on a block is drawn once and kept (bandit_gym._rng_kernels.chunk_draws); off, every round
+    # draws its block. The rows must be the same bits, also for new keys and rounds that go back to a block.
+    keys, other = rng.seed_to_key(range(3)), rng.seed_to_key(range(5, 8))
+    kept, drawn = (rng.ChunkDraws(kind, Stream.REWARD, (2,), chunk_rounds=8, scale=0.7) for _ in range(2))
+    for key, t in ((keys, 0), (keys, 7), (keys, 8), (keys, 21), (other, 21), (keys, 3), (keys, 4)):
+        monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
+        fast = kept(key, t)
+        assert kept._cache is not None and kept._cache[1] == t // 8  # the block is in hand
+        monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+        assert torch.equal(fast, drawn(key, t)) and drawn._cache is None  # the definition keeps nothing
