@@ -1,12 +1,21 @@
 """What the benchmark scripts share: a Markdown table that prints each row as it comes and keeps a file of
-it up to date, and the CPU model that every timing names."""
+it up to date, a JSON record of the same figures for ``docs/gen_numbers.py``, and the CPU model that every timing
+names."""
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
 import platform
-import tempfile
+import shlex
+import sys
 from pathlib import Path
+
+from bandit_gym.atomic import atomic_write
+
+#: Where the records live: ``benchmarks/results/<name>.json`` beside the ``.md`` tables.
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def cpu_model() -> str:
@@ -39,10 +48,66 @@ class GrowingTable:
         self._save()
 
     def _save(self) -> None:
-        if self.out is None:
-            return
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.out.parent, prefix=f".{self.out.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write("\n".join(self.lines) + "\n")
-        os.replace(tmp, self.out)
+        if self.out is not None:
+            write_atomically(self.out, "\n".join(self.lines) + "\n")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` with the package's atomic writer: a reader never sees a half-written file."""
+    with atomic_write(path) as f:
+        f.write(text.encode())
+
+
+def versions() -> dict[str, str]:
+    """The versions that a timing depends on: Python, numpy, torch, gymnasium and this package."""
+    import gymnasium
+    import numpy
+    import torch
+
+    import bandit_gym
+
+    return {"python": platform.python_version(), "numpy": numpy.__version__, "torch": torch.__version__,
+            "gymnasium": gymnasium.__version__, "bandit_gym": bandit_gym.__version__}
+
+
+class Record:
+    """A benchmark run's figures as ``benchmarks/results/<name>.json``, rewritten atomically after every row.
+
+    The file holds ``name``, ``command`` (how it was run), ``cpu`` (model and cores), ``load_average`` (the
+    one-minute load average at the start and after every row), ``date`` (UTC, ISO 8601), ``versions``
+    (:func:`versions`), ``settings`` (the run's sizes and switches) and ``rows`` (one dict of names and numbers
+    per row). ``docs/gen_numbers.py`` renders the docs' figures from it; the ``.md`` tables stay for humans.
+
+    Args:
+        name: The record's name: the file is ``out_dir / f"{name}.json"``.
+        settings: The run's sizes and switches (JSON values).
+        out_dir: The folder; ``RESULTS`` by default; None keeps the record in memory only.
+        argv: The command's arguments (``sys.argv`` by default), recorded as ``command``.
+    """
+
+    def __init__(self, name: str, settings: dict, out_dir: Path | None = RESULTS,
+                 argv: list[str] | None = None) -> None:
+        argv = sys.argv if argv is None else argv
+        script = Path(argv[0]).name if argv else "?"
+        self.path = None if out_dir is None else Path(out_dir) / f"{name}.json"
+        self.data = {
+            "name": name,
+            "command": shlex.join(["python", f"benchmarks/{script}", *argv[1:]]),
+            "cpu": {"model": cpu_model(), "cores": os.cpu_count()},
+            "load_average": [round(os.getloadavg()[0], 2)],
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "versions": versions(),
+            "settings": settings,
+            "rows": [],
+        }
+        self._save()
+
+    def row(self, **fields) -> None:
+        """Add one row (names and numbers) and the load average now; rewrite the file."""
+        self.data["rows"].append(fields)
+        self.data["load_average"].append(round(os.getloadavg()[0], 2))
+        self._save()
+
+    def _save(self) -> None:
+        if self.path is not None:
+            write_atomically(self.path, json.dumps(self.data, indent=1) + "\n")

@@ -69,6 +69,14 @@ def run_env(env_id: str, seed: int, rounds: int, alpha: float = 1.0, ridge: floa
 
     env = gym.make(env_id, **env_kwargs)
     arms, _ = env.reset(seed=seed)
+    regret = textbook_linucb(env, arms, rounds, alpha, ridge)
+    env.close()
+    return regret
+
+
+def textbook_linucb(env, arms: np.ndarray, rounds: int, alpha: float = 1.0, ridge: float = 1.0) -> float:
+    """Play :func:`run_env`'s textbook LinUCB for ``rounds`` rounds on a single env that was just reset and
+    showed ``arms``; the cumulative regret. The loop that ``benchmarks/single_seed.py`` times."""
     dim = arms.shape[1]
     a_inverse, reward_sum, theta_hat = np.eye(dim) / ridge, np.zeros(dim), np.zeros(dim)
     regret = 0.0
@@ -85,7 +93,6 @@ def run_env(env_id: str, seed: int, rounds: int, alpha: float = 1.0, ridge: floa
         theta_hat = a_inverse @ reward_sum
         if terminated or truncated:
             break
-    env.close()
     return regret
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -40,37 +41,60 @@ def test_batched_numpy_floor_learns_on_the_envs_draws():
     assert np.array_equal(run_batched(3, rounds=500)[0], regret)
 
 
-def test_single_seed_prints_the_agents_and_both_floors(capsys):
-    _benchmark_module("single_seed").main(["--rounds", "20", "--repeats", "1", "--agents", "LinUCB"])
+def test_single_seed_prints_and_records_the_agents_and_the_floors(tmp_path, capsys):
+    record_path = tmp_path / "single_seed.json"
+    _benchmark_module("single_seed").main(["--rounds", "3", "--min-rounds", "2", "--repeats", "1", "--agents",
+                                           "LinUCB", "--envs", "LinearBandit-v0", "--replicas", "1", "4",
+                                           "--record", str(record_path)])
     rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
-    names = [(row[0].removeprefix("| "), row[1]) for row in rows]
-    assert names == [("numpy textbook LinUCB (reference)", "1"),
-                     *[(name, r) for r in ("1", "10") for name in ("LinUCB", "env.step alone", "UniformRandom")]]
-    cells = [v for row in rows[1:] for cell in row[2:] for v in cell.removesuffix(" |").split(", ")]
-    assert all(re.fullmatch(r"\d+(\.\d\d)?", v) for v in cells), rows  # measured values: checked on fixed times below
+    names = ["numpy textbook LinUCB", "LinUCB", "env.step alone", "UniformRandom", "compute floor"]
+    assert [(row[1], row[2], row[3]) for row in rows] == [
+        *[(name, "1", "3") for name in names], ("numpy textbook LinUCB", "1", "3"),  # the reference: --rounds
+        *[(name, "4", "2") for name in names[1:]]]
+    record = json.loads(record_path.read_text())
+    assert [(row["agent"], row["R"], row["rounds"]) for row in record["rows"]] == [
+        (row[1], int(row[2]), int(row[3])) for row in rows]
+    assert record["settings"]["rounds_at"] == {"1": 3, "4": 2}
+    assert record["command"].startswith("python benchmarks/single_seed.py --rounds 3")
+    assert set(record["versions"]) == {"python", "numpy", "torch", "gymnasium", "bandit_gym"}
+    assert all(len(row["runs_s"]) == 1 and row["us_per_round_wall"] > 0 for row in record["rows"])
+    linucb = [row for row in record["rows"] if row["agent"] == "LinUCB"]
+    assert [row["met"] for row in linucb] == [linucb[0]["per_seed_speed"] >= 0.5, None]  # no target at R = 4
 
 
-def test_single_seed_ratios_and_speeds_come_from_the_median_times(monkeypatch, capsys):
-    """On fixed times (microseconds per round; each case's warm-up and three repeats at 1.0, then 1.2, 0.9 and 1.0
-    of its figure, so that the median is the figure and the mean is not), the printed ratio is ``agent round /
-    reference round`` and the speed per seed ``R x reference round / agent round``."""
+def test_single_seed_speeds_and_floor_ratios_come_from_the_median_times(monkeypatch, tmp_path, capsys):
+    """On fixed times (microseconds per round; each case's runs at 1.0, 1.2 and 0.9 of its figure in turn, so that
+    the median of three is the figure and the mean is not), the speed per seed is ``R x reference round / agent
+    round``, a target is met where the speed is at least the target (R = 1: 0.67 >= 0.5; R = 10: 2.5 < 3), and an
+    agent's round is given over the compute floor's."""
     single_seed = _benchmark_module("single_seed")
-    per_round_us = {"reference": (100, 80), ("LinUCB", 1): (150, 100), ("LinUCB", 10): (250, 400)}
+    per_round_us = {"reference": (100, 80), ("LinUCB", 1): (150, 100), ("LinUCB", 10): (400, 250),
+                    ("compute floor", 1): (50, 40), ("compute floor", 10): (125, 100)}
     calls: dict = {}
 
     def fixed(case, rounds: int) -> tuple[float, float]:
         factor = (1.0, 1.2, 0.9)[calls.get(case, 0) % 3]
         calls[case] = calls.get(case, 0) + 1
-        wall_us, cpu_us = per_round_us[case]
+        wall_us, cpu_us = per_round_us.get(case, (10, 10))
         return wall_us * factor * rounds * 1e-6, cpu_us * factor * rounds * 1e-6
 
-    monkeypatch.setattr(single_seed, "reference", lambda rounds: fixed("reference", rounds))
-    monkeypatch.setattr(single_seed, "agent_run", lambda name, replicas, rounds: fixed((name, replicas), rounds))
-    single_seed.main(["--rounds", "20", "--repeats", "3", "--agents", "LinUCB", "--no-floors"])
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
-    assert rows == ["| numpy textbook LinUCB (reference) | 1 | 100 | 80 | 1 | 1 |",
-                    "| LinUCB | 1 | 150 | 100 | 1.50, 1.25 | 0.67, 0.80 |",
-                    "| LinUCB | 10 | 250 | 400 | 2.50, 5.00 | 4.00, 2.00 |"]
+    monkeypatch.setattr(single_seed, "reference", lambda env_id, rounds, cache: fixed("reference", rounds))
+    monkeypatch.setattr(single_seed, "agent_run",
+                        lambda env_id, name, replicas, rounds, cache: fixed((name, replicas), rounds))
+    single_seed.main(["--rounds", "20", "--min-rounds", "20", "--repeats", "3", "--agents", "LinUCB", "--envs",
+                      "LinearBandit-v0", "--replicas", "1", "10", "--record", str(tmp_path / "r.json")])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| LinearBandit-v0")]
+    assert [row for row in rows if "LinUCB" in row or "floor" in row] == [
+        "| LinearBandit-v0 | numpy textbook LinUCB | 1 | 20 | 100 | 80 | 1.00, 1.00 |  |  |",
+        "| LinearBandit-v0 | LinUCB | 1 | 20 | 150 | 100 | 0.67, 0.80 | 0.5 | 3.0 |",
+        "| LinearBandit-v0 | compute floor | 1 | 20 | 50 | 40 | 2.00, 2.00 |  |  |",
+        "| LinearBandit-v0 | numpy textbook LinUCB | 1 | 20 | 100 | 80 | 1.00, 1.00 |  |  |",
+        "| LinearBandit-v0 | LinUCB | 10 | 20 | 400 | 250 | 2.50, 3.20 | 3 | 3.2 |",
+        "| LinearBandit-v0 | compute floor | 10 | 20 | 125 | 100 | 8.00, 8.00 |  |  |"]
+    record = json.loads((tmp_path / "r.json").read_text())
+    linucb = [row for row in record["rows"] if row["agent"] == "LinUCB"]
+    assert [(row["met"], row["over_compute_floor"]) for row in linucb] == [(True, pytest.approx(3.0)),
+                                                                          (False, pytest.approx(3.2))]
 
 
 @pytest.mark.slow  # a subprocess that imports and compiles everything (about 30 s)

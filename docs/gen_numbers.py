@@ -1,0 +1,186 @@
+"""Fill the figures of the Markdown docs from the benchmarks' JSON records: no number in a page is typed in.
+
+A region of a page (``README.md``, ``docs/**/*.md``) is everything between a start marker and the next end
+marker, on one line or over several::
+
+    <!-- numbers: single_seed table columns=env,agent,R,per_seed_speed agent=LinUCB,LinTS -->
+    <!-- end numbers -->
+
+The start marker names a record (``benchmarks/results/<record>.json``, written by a benchmark script through
+``benchmarks/_report.py``'s ``Record``), a renderer and its arguments (``key=value``; quote a value with spaces,
+as in a shell). Every other ``key=value`` selects rows: the rows whose field ``key`` is one of the
+comma-separated values (``R=1,10``, ``agent="env.step alone"``, ``met=no``). The renderers:
+
+- ``table columns=a,b:Header b``: the selected rows as a Markdown table of those fields (``:`` gives a header;
+  the field's name otherwise);
+- ``value key=field``: the field of the one selected row;
+- ``range key=field``: ``low-high`` of the field over the selected rows (one value where they agree);
+- ``count``: how many rows the filters select;
+- ``machine``: how the record was measured: the command, the CPU model, its cores and the load average.
+
+Numbers are written as the docs write them: integers with thousands separators, floats with two decimals
+below 10, one below 100 and none above (``format=.3f`` or any format spec overrides it), booleans as yes/no.
+
+    python docs/gen_numbers.py --write   # rewrite every region from the records
+    python docs/gen_numbers.py --check   # exit 1, naming the file, line and region, where a page is out of date
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+REGION = re.compile(r"<!-- numbers: (?P<spec>.*?) -->(?P<body>.*?)<!-- end numbers -->", re.DOTALL)
+
+
+class NumbersError(ValueError):
+    """A region that cannot be rendered: its message names the file, the line and the region."""
+
+
+def pages(root: Path) -> list[Path]:
+    """The Markdown pages that may hold regions: ``README.md`` and ``docs/**/*.md``, in a fixed order."""
+    return sorted([*(root / "docs").rglob("*.md"), *([root / "README.md"] if (root / "README.md").exists() else [])])
+
+
+def as_docs(value, spec: str | None = None) -> str:
+    """A record's value as the docs write it (see the module docstring)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return ""
+    if spec is not None:
+        return format(value, spec)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.2f}" if abs(value) < 10 else f"{value:.1f}" if abs(value) < 100 else f"{value:,.0f}"
+    return str(value)
+
+
+def selected(rows: list[dict], filters: dict[str, str]) -> list[dict]:
+    """The rows whose every filtered field is one of the filter's comma-separated values (written as Python
+    writes it, ``R=1000``, or as the docs do, ``met=no``)."""
+    def keeps(row: dict) -> bool:
+        return all(key in row and {str(row[key]), as_docs(row[key])} & set(value.split(","))
+                   for key, value in filters.items())
+    return [row for row in rows if keeps(row)]
+
+
+def table(record: dict, rows: list[dict], columns: str) -> str:
+    fields = [column.partition(":") for column in columns.split(",")]
+    lines = ["| " + " | ".join(header or key for key, _, header in fields) + " |",
+             "|" + "---|" * len(fields)]
+    lines += ["| " + " | ".join(as_docs(row.get(key)) for key, _, _ in fields) + " |" for row in rows]
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def value(record: dict, rows: list[dict], key: str, format: str | None = None) -> str:  # noqa: A002
+    if len(rows) != 1:
+        raise NumbersError(f"value needs exactly one row, the filters select {len(rows)}")
+    return as_docs(rows[0].get(key), format)
+
+
+def value_range(record: dict, rows: list[dict], key: str, format: str | None = None) -> str:  # noqa: A002
+    values = [row[key] for row in rows if row.get(key) is not None]
+    if not values:
+        raise NumbersError(f"range needs at least one row with {key!r}, the filters select none")
+    low, high = as_docs(min(values), format), as_docs(max(values), format)
+    return low if low == high else f"{low}-{high}"
+
+
+def count(record: dict, rows: list[dict]) -> str:
+    return as_docs(len(rows))
+
+
+def machine(record: dict, rows: list[dict]) -> str:
+    loads = record["load_average"]
+    return (f"`{record['command']}` on {record['cpu']['model']} ({record['cpu']['cores']} cores), load average "
+            f"(1 min) {min(loads):.1f}-{max(loads):.1f}")
+
+
+RENDERERS = {"table": table, "value": value, "range": value_range, "count": count, "machine": machine}
+#: The arguments of each renderer; every other ``key=value`` of a marker selects rows.
+ARGUMENTS = {"table": {"columns"}, "value": {"key", "format"}, "range": {"key", "format"}, "count": set(),
+             "machine": set()}
+
+
+def render(spec: str, records: Path) -> str:
+    """The text of the region whose start marker holds ``spec`` (``record renderer key=value ...``)."""
+    words = shlex.split(spec)
+    if len(words) < 2 or words[1] not in RENDERERS:
+        raise NumbersError(f"a marker is 'record renderer key=value ...' with a renderer of {sorted(RENDERERS)}")
+    name, renderer, pairs = words[0], words[1], words[2:]
+    if not all("=" in pair for pair in pairs):
+        raise NumbersError(f"arguments must be key=value, got {[p for p in pairs if '=' not in p]}")
+    options = dict(pair.split("=", 1) for pair in pairs)
+    path = records / f"{name}.json"
+    if not path.is_file():
+        raise NumbersError(f"no record {path} (run the benchmark that writes it)")
+    record = json.loads(path.read_text())
+    arguments = {k: v for k, v in options.items() if k in ARGUMENTS[renderer]}
+    rows = selected(record["rows"], {k: v for k, v in options.items() if k not in ARGUMENTS[renderer]})
+    try:
+        return RENDERERS[renderer](record, rows, **arguments)
+    except TypeError as exc:
+        raise NumbersError(f"{renderer}: {exc}") from None
+
+
+def fill(text: str, records: Path, where: str = "<text>") -> tuple[str, list[str]]:
+    """``text`` with every region rendered, and one line per region whose text changed (``where:line: ...``)."""
+    stale: list[str] = []
+
+    def replace(match: re.Match) -> str:
+        line = text.count("\n", 0, match.start()) + 1
+        try:
+            body = render(match["spec"], records)
+        except NumbersError as exc:
+            raise NumbersError(f"{where}:{line}: region 'numbers: {match['spec']}': {exc}") from None
+        if body != match["body"]:
+            stale.append(f"{where}:{line}: region 'numbers: {match['spec']}' is out of date with its record")
+        return f"<!-- numbers: {match['spec']} -->{body}<!-- end numbers -->"
+
+    return REGION.sub(replace, text), stale
+
+
+def write(page: Path, text: str) -> None:
+    """Replace ``page`` by ``text`` atomically (the package's writer: never a half-written page)."""
+    from bandit_gym.atomic import atomic_write
+
+    with atomic_write(page) as f:
+        f.write(text.encode())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="rewrite every region from the records")
+    mode.add_argument("--check", action="store_true", help="exit 1 where a region differs from its record")
+    parser.add_argument("--root", type=Path, default=REPO, help="the repository (default: this one)")
+    args = parser.parse_args(argv)
+    records = args.root / "benchmarks" / "results"
+    stale: list[str] = []
+    try:
+        for page in pages(args.root):
+            text = page.read_text()
+            filled, changed = fill(text, records, str(page.relative_to(args.root)))
+            stale += changed
+            if args.write and changed:
+                write(page, filled)
+    except NumbersError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    if args.write:
+        print(f"rewrote {len(stale)} region(s)" + "".join(f"\n  {line}" for line in stale))
+        return 0
+    for line in stale:
+        print(f"{line}; run python docs/gen_numbers.py --write", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

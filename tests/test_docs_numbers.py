@@ -1,0 +1,108 @@
+"""The docs' figures come from the benchmarks' records: ``docs/gen_numbers.py --check`` passes on the repository, and
+its renderers and the record writer (``benchmarks/_report.py``'s ``Record``) do what they say on small records."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+NUMBERS = _load("docs_numbers", REPO / "docs" / "gen_numbers.py")
+
+RECORD = {"name": "toy", "command": "python benchmarks/toy.py --rounds 5", "cpu": {"model": "Toy CPU", "cores": 2},
+          "load_average": [1.25, 2.5, 1.75], "date": "2026-01-01T00:00:00+00:00", "versions": {}, "settings": {},
+          "rows": [{"agent": "LinUCB", "R": 1, "speed": 0.456, "met": False},
+                   {"agent": "LinUCB", "R": 1000, "speed": 12.34, "met": True},
+                   {"agent": "env.step alone", "R": 1000, "speed": 345.6, "met": None}]}
+
+
+@pytest.fixture()
+def root(tmp_path: Path) -> Path:
+    """A repository holding the record ``toy`` and an empty ``docs/``."""
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results" / "toy.json").write_text(json.dumps(RECORD))
+    (tmp_path / "docs").mkdir()
+    return tmp_path
+
+
+def test_docs_numbers_match_their_records():
+    """Fails where someone typed over a generated figure, or a record changed without ``--write``."""
+    assert NUMBERS.main(["--check"]) == 0, "run: python docs/gen_numbers.py --write"
+
+
+def test_docs_numbers_table_renders_the_selected_rows(root):
+    marker = '<!-- numbers: toy table columns="agent,R,speed:speed per seed" agent=LinUCB -->'
+    text = f"Before.\n{marker}\n<!-- end numbers -->\n"
+    filled, stale = NUMBERS.fill(text, root / "benchmarks" / "results", "page.md")
+    assert filled == (f"Before.\n{marker}\n| agent | R | speed per seed |\n|---|---|---|\n| LinUCB | 1 | 0.46 |\n"
+                      "| LinUCB | 1,000 | 12.3 |\n<!-- end numbers -->\n")
+    assert stale == [f"page.md:2: region '{marker[5:-4]}' is out of date with its record"]
+    assert NUMBERS.fill(filled, root / "benchmarks" / "results")[1] == []  # filled once, up to date
+
+
+def test_docs_numbers_value_range_and_machine_render_inline(root):
+    text = ('R = 1,000: <!-- numbers: toy value key=speed agent=LinUCB R=1000 -->?<!-- end numbers -->x; '
+            'all: <!-- numbers: toy range key=speed format=.1f -->?<!-- end numbers -->; '
+            'met: <!-- numbers: toy value key=met R=1 -->?<!-- end numbers -->; '
+            '<!-- numbers: toy range key=speed agent="env.step alone" -->?<!-- end numbers -->; '
+            '<!-- numbers: toy count met=yes,no -->?<!-- end numbers --> targets; '
+            '<!-- numbers: toy machine -->?<!-- end numbers -->')
+    filled, _ = NUMBERS.fill(text, root / "benchmarks" / "results")
+    assert NUMBERS.REGION.sub(lambda m: m["body"], filled) == (
+        "R = 1,000: 12.3x; all: 0.5-345.6; met: no; 346; 2 targets; "
+        "`python benchmarks/toy.py --rounds 5` on Toy CPU (2 cores), load average (1 min) 1.2-2.5")
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("toy value key=speed agent=LinUCB", "value needs exactly one row, the filters select 2"),
+    ("toy value key=speed agent=NoSuchAgent", "value needs exactly one row, the filters select 0"),
+    ("missing table columns=a", "no record"),
+    ("toy plot key=speed", "a marker is 'record renderer key=value ...'"),
+    ("toy value speed", "arguments must be key=value, got ['speed']"),
+])
+def test_docs_numbers_bad_region_names_the_page_line_and_region(root, spec, message):
+    text = f"One.\nTwo <!-- numbers: {spec} -->3<!-- end numbers -->\n"
+    with pytest.raises(NUMBERS.NumbersError, match=r"^page\.md:2: region 'numbers: .*': ") as info:
+        NUMBERS.fill(text, root / "benchmarks" / "results", "page.md")
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_docs_numbers_check_fails_on_a_typed_figure_and_write_fixes_it(root, capsys):
+    page = root / "docs" / "page.md"
+    page.write_text("Speed <!-- numbers: toy value key=speed R=1 -->0.50<!-- end numbers -->.\n")
+    assert NUMBERS.main(["--check", "--root", str(root)]) == 1
+    assert "docs/page.md:1: region 'numbers: toy value key=speed R=1' is out of date" in capsys.readouterr().err
+    assert page.read_text().count("0.50") == 1  # --check rewrites nothing
+    assert NUMBERS.main(["--write", "--root", str(root)]) == 0
+    assert page.read_text() == "Speed <!-- numbers: toy value key=speed R=1 -->0.46<!-- end numbers -->.\n"
+    assert NUMBERS.main(["--check", "--root", str(root)]) == 0
+
+
+def test_record_keeps_a_whole_file_after_every_row(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from _report import Record
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    record = Record("toy", {"rounds": 5}, out_dir=tmp_path / "results", argv=["toy.py", "--rounds", "5"])
+    path = tmp_path / "results" / "toy.json"
+    assert json.loads(path.read_text())["rows"] == []
+    record.row(agent="LinUCB", R=1, speed=0.5)
+    saved = json.loads(path.read_text())
+    assert saved["rows"] == [{"agent": "LinUCB", "R": 1, "speed": 0.5}]
+    assert saved["command"] == "python benchmarks/toy.py --rounds 5" and saved["settings"] == {"rounds": 5}
+    assert len(saved["load_average"]) == 2 and saved["cpu"]["cores"] >= 1 and "torch" in saved["versions"]
+    assert [p.name for p in path.parent.iterdir()] == ["toy.json"]  # no temporary file left behind
