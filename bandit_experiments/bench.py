@@ -232,7 +232,11 @@ def run_suite(suite: Suite, out: str | Path, size: str = "small", *, seeds: int 
         keywords = "".join(f" {k}={v!r}" for k, v in problem.env_kwargs.items())
         log(f"== {problem.label}: {problem.env}{keywords}, {config.horizon} rounds x "
             f"{config.seeds} seeds, {len(config.agents)} agents")
-        run_experiment(config, str(out / problem.label), device=device, jobs=jobs, progress=progress, log=log)
+        results = run_experiment(config, str(out / problem.label), device=device, jobs=jobs, progress=progress,
+                                 log=log)
+        if not results.read_cells():  # every cell failed: the report names the problem as not finished
+            log(f"{problem.label}: no finished cell (the same command runs the failed ones again)")
+            continue
         write_summary(out / problem.label)
         plot_experiment(out / problem.label)
     report = score(suite, out)

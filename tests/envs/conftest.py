@@ -13,7 +13,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from bandit_ids import data_kwargs
+from bandit_ids import accepted, data_kwargs
 
 import bandit_gym  # noqa: F401  (registers the envs)
 
@@ -60,7 +60,7 @@ def make_env(data_cache) -> Callable[..., gym.Env]:
         if is_dataset_env(env_id):
             kwargs = {**_dataset_kwargs(env_id, data_cache, small), **kwargs}
         elif small:
-            kwargs = {**SMALL_SYNTHETIC, **kwargs}
+            kwargs = {**accepted(env_id, SMALL_SYNTHETIC), **kwargs}
         if num_envs is None:
             return gym.make(env_id, **kwargs)
         return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs)

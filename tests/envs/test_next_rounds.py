@@ -7,7 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from bandit_ids import SYNTHETIC_IDS, made_up_frame  # tests/integration is on pytest's pythonpath
+from bandit_ids import SYNTHETIC_IDS, accepted, made_up_frame  # tests/integration is on pytest's pythonpath
 
 import agents.loop.rounds
 import bandit_gym
@@ -30,10 +30,10 @@ def actions_of(t: int, num: int, n_arms: int) -> np.ndarray:
 def make_pair(make_env, env_id: str, num_envs: int | None, **kwargs):
     """Two envs of ``env_id`` whose blocks of rounds are shorter than an episode."""
     if "dataset" not in gym.spec(env_id).kwargs:
-        return [make_env(env_id, num_envs=num_envs, **WIDE, **kwargs) for _ in range(2)]
+        return [make_env(env_id, num_envs=num_envs, **accepted(env_id, WIDE), **kwargs) for _ in range(2)]
     pair = [make_env(env_id, num_envs=num_envs, **kwargs) for _ in range(2)]
     for env in pair:  # a dataset env's rounds do not depend on its block size ("any number will do")
-        env.unwrapped.sim.block_rounds = min(env.unwrapped.sim.block_rounds, 8)
+        env.unwrapped.sim.chunk_rounds = min(env.unwrapped.sim.chunk_rounds, 8)
     return pair
 
 
@@ -44,7 +44,7 @@ def check_chunks_against_steps(chunked, stepped, num_envs: int | None) -> None:
     R, K = num_envs or 1, chunked.unwrapped.n_arms
     chunked.reset(seed=5)
     obs, info = stepped.reset(seed=5)
-    assert chunked.unwrapped.sim.block_rounds < sum(SIZES)  # some chunk crosses a block boundary
+    assert chunked.unwrapped.sim.chunk_rounds < sum(SIZES)  # some chunk crosses a block boundary
     t = 0
     for n in SIZES:
         chunk = chunked.unwrapped.next_rounds(n)

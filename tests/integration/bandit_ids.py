@@ -7,6 +7,8 @@ pytest's ``pythonpath``).
 from __future__ import annotations
 
 import functools
+import importlib
+import inspect
 from pathlib import Path
 
 import gymnasium as gym
@@ -15,7 +17,7 @@ import numpy as np
 import bandit_gym
 
 #: The synthetic envs: made without data.
-SYNTHETIC_IDS = [i for i in bandit_gym.ENV_IDS if gym.spec(i).entry_point.startswith("bandit_gym.synthetic")]
+SYNTHETIC_IDS = [i for i in bandit_gym.ENV_IDS if not gym.spec(i).entry_point.startswith("bandit_gym.datasets")]
 #: The dataset envs: the named presets read an OpenML cache; the two below take their data in gym.make.
 DATASET_IDS = [i for i in bandit_gym.ENV_IDS if i not in SYNTHETIC_IDS]
 #: The dataset family's ids whose data are given as keywords (X=, y= or data_id=), not preset.
@@ -43,6 +45,13 @@ def made_up_frame(n_rows: int = MADE_UP_ROWS, seed: int = 0):
         "colour": np.array(["red", "green", "blue"])[rng.integers(0, 3, size=n_rows)],
         "label": np.array(["a", "b", "c"])[classes],
     })
+
+
+def accepted(env_id: str, keywords: dict) -> dict:
+    """The entries of ``keywords`` that ``env_id``'s simulator takes (the Wheel bandit has no ``n_arms`` or ``dim``)."""
+    module, name = gym.spec(env_id).entry_point.split(":")
+    simulator = getattr(importlib.import_module(module), name).simulator_class
+    return {k: v for k, v in keywords.items() if k in inspect.signature(simulator.__init__).parameters}
 
 
 def data_kwargs(env_id: str, openml_cache: Path | None) -> dict | None:
