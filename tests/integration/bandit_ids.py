@@ -17,9 +17,11 @@ import numpy as np
 import bandit_gym
 
 #: The synthetic envs: made without data.
-SYNTHETIC_IDS = [i for i in bandit_gym.ENV_IDS if not gym.spec(i).entry_point.startswith("bandit_gym.datasets")]
+SYNTHETIC_IDS = [i for i in bandit_gym.ENV_IDS if gym.spec(i).entry_point.startswith("bandit_gym.synthetic")]
+#: The Showdown's synthetic envs (bandit_gym.showdown): made without data, but with their own keywords and spaces.
+SHOWDOWN_IDS = [i for i in bandit_gym.ENV_IDS if gym.spec(i).entry_point.startswith("bandit_gym.showdown")]
 #: The dataset envs: the named presets read an OpenML cache; the two below take their data in gym.make.
-DATASET_IDS = [i for i in bandit_gym.ENV_IDS if i not in SYNTHETIC_IDS]
+DATASET_IDS = [i for i in bandit_gym.ENV_IDS if gym.spec(i).entry_point.startswith("bandit_gym.datasets")]
 #: The dataset family's ids whose data are given as keywords (X=, y= or data_id=), not preset.
 USER_DATA_IDS = [i for i in DATASET_IDS if gym.spec(i).kwargs.get("dataset") is None]
 #: What OpenMLBandit-v0 reads in the tests: MagicTelescope's OpenML id, in the shared real cache.
@@ -58,11 +60,11 @@ def data_kwargs(env_id: str, openml_cache: Path | None) -> dict | None:
     """The keywords that give ``env_id`` its data; None if it needs the OpenML cache and there is none.
 
     ClassificationBandit-v0: the made-up frame with ``y="label"``; OpenMLBandit-v0: MagicTelescope
-    by id; a named preset: the cache directory. Synthetic ids need none (``{}``).
+    by id; a named preset: the cache directory. Synthetic and Showdown synthetic ids need none (``{}``).
     """
     if env_id == "ClassificationBandit-v0":
         return {"X": made_up_frame(), "y": "label"}
-    if env_id in SYNTHETIC_IDS:
+    if env_id in SYNTHETIC_IDS or env_id in SHOWDOWN_IDS:
         return {}
     if openml_cache is None:
         return None

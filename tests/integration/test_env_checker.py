@@ -5,7 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-from bandit_ids import DATASET_IDS, SYNTHETIC_IDS, data_kwargs
+from bandit_ids import DATASET_IDS, SHOWDOWN_IDS, SYNTHETIC_IDS, data_kwargs
 
 import bandit_gym  # noqa: F401  (registers the envs)
 from bandit_gym.env_checker import BanditEnvCheckError, check_bandit_env
@@ -22,7 +22,7 @@ def _known(env_ids: list[str]) -> list:
             if i in SHOWDOWN_ROWS else i for i in env_ids]
 
 
-@pytest.mark.parametrize("env_id", _known(SYNTHETIC_IDS))
+@pytest.mark.parametrize("env_id", _known(SYNTHETIC_IDS + SHOWDOWN_IDS))
 def test_every_synthetic_env_passes_check_bandit_env(env_id: str) -> None:
     check_bandit_env(gym.make(env_id))
     check_bandit_env(gym.make(env_id, horizon=5), n_steps=8)  # rollouts cut at the horizon
