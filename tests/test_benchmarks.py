@@ -10,20 +10,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmark_scripts import benchmark_module  # tests/integration is on pytest's pythonpath
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _benchmark_module(name: str):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        return __import__(name)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
 
 
 def test_numpy_reference_linucb_learns():
-    run = _benchmark_module("numpy_linucb").run
+    run = benchmark_module("numpy_linucb").run
     # Uniform random play loses E[max_k x_k.theta] ~ 0.49 per round here (50 unit arms in d = 20;
     # UniformRandom's 971 over 2,000 rounds in the README's demo), ~245 over 500 rounds. LinUCB must
     # stay below half of that, and a seed must replay exactly.
@@ -33,7 +28,7 @@ def test_numpy_reference_linucb_learns():
 
 
 def test_batched_numpy_floor_learns_on_the_envs_draws():
-    run_batched = _benchmark_module("numpy_linucb").run_batched
+    run_batched = benchmark_module("numpy_linucb").run_batched
     regret, seconds, draw_seconds = run_batched(3, rounds=500)
     # Same bound as the single-seed loop above (random: ~245 over 500 rounds).
     assert regret.shape == (3,) and 0 < regret.mean() < 120
@@ -43,7 +38,7 @@ def test_batched_numpy_floor_learns_on_the_envs_draws():
 
 def test_single_seed_prints_and_records_the_agents_and_the_floors(tmp_path, capsys):
     record_path = tmp_path / "single_seed.json"
-    _benchmark_module("single_seed").main(["--rounds", "3", "--min-rounds", "2", "--repeats", "1", "--agents",
+    benchmark_module("single_seed").main(["--rounds", "3", "--min-rounds", "2", "--repeats", "1", "--agents",
                                            "LinUCB", "--envs", "LinearBandit-v0", "--replicas", "1", "4",
                                            "--record", str(record_path)])
     rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
@@ -67,7 +62,7 @@ def test_single_seed_speeds_and_floor_ratios_come_from_the_median_times(monkeypa
     the median of three is the figure and the mean is not), the speed per seed is ``R x reference round / agent
     round``, a target is met where the speed is at least the target (R = 1: 0.67 >= 0.5; R = 10: 2.5 < 3), and an
     agent's round is given over the compute floor's."""
-    single_seed = _benchmark_module("single_seed")
+    single_seed = benchmark_module("single_seed")
     per_round_us = {"reference": (100, 80), ("LinUCB", 1): (150, 100), ("LinUCB", 10): (400, 250),
                     ("compute floor", 1): (50, 40), ("compute floor", 10): (125, 100)}
     calls: dict = {}
@@ -113,7 +108,7 @@ def test_linear_paper_prints_every_row():
 
 
 def test_growing_table_keeps_the_file_whole(tmp_path, capsys):
-    GrowingTable = _benchmark_module("_report").GrowingTable
+    GrowingTable = benchmark_module("_report").GrowingTable
     out = tmp_path / "results" / "grid.md"
     table = GrowingTable(["| a | b |", "|---|---|"], out)
     assert out.read_text() == "| a | b |\n|---|---|\n"
@@ -141,7 +136,7 @@ def test_cifar_size_prints_every_row():
 
 def test_real_data_prints_a_row_per_agent_and_the_textbook_reference(real_openml_cache, tmp_path, capsys,
                                                                       one_torch_thread):
-    real_data = _benchmark_module("real_data")
+    real_data = benchmark_module("real_data")
     out = tmp_path / "real_data.md"
     real_data.main(["--rounds", "300", "--seeds", "2", "--agents", "LinUCB", "UniformRandom", "--datasets",
                     "Mushroom-v0", "--cache-dir", str(real_openml_cache), "--out", str(out)])
@@ -154,7 +149,7 @@ def test_real_data_prints_a_row_per_agent_and_the_textbook_reference(real_openml
     # both LinUCBs learn the classes within ~100 rounds (measured: 34 and 69), far below 100.
     assert means["UniformRandom"] > 120 and means["LinUCB"] < 100 and means[real_data.REFERENCE] < 100, means
     # The reference row is the numpy textbook LinUCB, one single env per seed reset with that seed.
-    regret = [_benchmark_module("numpy_linucb").run_env("Mushroom-v0", s, 300, cache_dir=real_openml_cache,
+    regret = [benchmark_module("numpy_linucb").run_env("Mushroom-v0", s, 300, cache_dir=real_openml_cache,
                                                         horizon=300) for s in range(2)]
     assert float(rows[2][2].split(" +- ")[0]) == round(float(np.mean(regret)))
 
@@ -162,7 +157,7 @@ def test_real_data_prints_a_row_per_agent_and_the_textbook_reference(real_openml
 def test_code_size_counts_a_toy_file_and_a_named_function():
     """benchmarks/code_size.py's counting: blank lines, comments and blank docstring lines are left out, a '#'
     inside a string is code, and a qualified name's span covers its decorators and body only."""
-    code_size = _benchmark_module("code_size")
+    code_size = benchmark_module("code_size")
     toy = '''"""Module docstring,
 
 two lines of text."""

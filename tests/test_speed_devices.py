@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
+
+from benchmark_scripts import benchmark_module  # tests/integration is on pytest's pythonpath
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _benchmark_module(name: str):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        return __import__(name)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
 
 
 def test_speed_devices_benchmark_writes_a_row_per_device_with_its_gain(tmp_path, capsys):
-    speed_devices = _benchmark_module("speed_devices")
+    speed_devices = benchmark_module("speed_devices")
     out = tmp_path / "speed_devices.md"
     speed_devices.main(["--seconds", "0.001", "--repeats", "1", "--only", "best_arms-single", "chunk_draws",
                         "--out", str(out)])
@@ -31,12 +26,12 @@ def test_speed_devices_benchmark_writes_a_row_per_device_with_its_gain(tmp_path,
     assert sorted(row["row"] for row in record["rows"]) == ["best_arms-single", "chunk_draws"]
     assert all(row["gain"] == round(row["without_us"] / row["with_us"], 3) or abs(
         row["gain"] - row["without_us"] / row["with_us"]) < 0.01 for row in record["rows"])
-    gains = _benchmark_module("code_size").recorded_gains(out)
+    gains = benchmark_module("code_size").recorded_gains(out)
     assert set(gains) == {"best_arms-single", "chunk_draws"} and all(g.endswith("x") for g in gains.values())
 
 
 def test_code_size_reads_each_rows_gain_from_the_record(tmp_path):
-    code_size = _benchmark_module("code_size")
+    code_size = benchmark_module("code_size")
     record = tmp_path / "speed_devices.md"
     record.write_text("# title\n\n"
                       "| row | device | definition | timed | with (us) | without (us) | gain | bit | load |\n"
@@ -51,7 +46,7 @@ def test_code_size_reads_each_rows_gain_from_the_record(tmp_path):
 
 
 def test_code_size_span_finds_a_module_level_name():
-    code_size = _benchmark_module("code_size")
+    code_size = benchmark_module("code_size")
     toy = "import os\n\n_CACHE: dict = {}\nTABLE = (\n    1,\n)\n\ndef f():\n    return _CACHE\n"
     assert code_size.span(toy, "_CACHE") == (3, 3)
     assert code_size.span(toy, "TABLE") == (4, 6)
@@ -61,7 +56,7 @@ def test_code_size_span_finds_a_module_level_name():
 def test_code_size_lists_every_device_the_benchmark_times_and_no_row_it_lacks():
     # Each row of speed_devices.py (but the whole switch's) belongs to a device listed in code_size.py's SPEED_ONLY,
     # and each row a SPEED_ONLY entry names is one the benchmark times.
-    code_size, speed_devices = _benchmark_module("code_size"), _benchmark_module("speed_devices")
+    code_size, speed_devices = benchmark_module("code_size"), benchmark_module("speed_devices")
     timed = {case.name for case in speed_devices.CASES}
     listed = {row for *_, measured in code_size.SPEED_ONLY if measured.startswith("rows: ")
               for row in measured.removeprefix("rows: ").split()}
@@ -72,6 +67,6 @@ def test_code_size_lists_every_device_the_benchmark_times_and_no_row_it_lacks():
 def test_code_size_every_listed_device_is_found_and_counts_lines():
     # A renamed or deleted function would raise ValueError here; an entry whose lines another entry already
     # counted would count 0.
-    code_size = _benchmark_module("code_size")
+    code_size = benchmark_module("code_size")
     counts = code_size.measure()["speed_only"]
     assert [key for key, lines in counts.items() if lines == 0] == []

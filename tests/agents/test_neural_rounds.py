@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from benchmark_scripts import benchmark_module  # tests/integration is on pytest's pythonpath
 
 from agents.models.mlp import MLPModel
 from bandit_gym import rng
@@ -19,12 +19,6 @@ CPU = torch.device("cpu")
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
-def _benchmark_module(name: str):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        return __import__(name)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
 
 
 @pytest.mark.parametrize("activation", ["leaky_relu", "relu"])
@@ -50,7 +44,7 @@ def test_mlp_forward_equals_per_replica_linear_layers(activation):
 
 
 def test_neural_rounds_ms_per_round_averages_the_rounds_around_t():
-    neural_rounds = _benchmark_module("neural_rounds")
+    neural_rounds = benchmark_module("neural_rounds")
     clock = np.cumsum(np.r_[np.full(99, 0.001), np.full(100, 0.003), np.full(101, 0.001)])  # after rounds 1-300
     # rounds 100-199 took 3 ms each (the clock after round i is clock[i - 1]); around t = 150: rounds 100-199
     assert neural_rounds.ms_per_round(clock, 150) == pytest.approx(3.0)
@@ -58,7 +52,7 @@ def test_neural_rounds_ms_per_round_averages_the_rounds_around_t():
 
 
 def test_neural_rounds_prints_a_row_per_agent_and_keeps_the_table(real_openml_cache, tmp_path, capsys):
-    neural_rounds = _benchmark_module("neural_rounds")
+    neural_rounds = benchmark_module("neural_rounds")
     out = tmp_path / "neural_rounds.md"
     neural_rounds.main(["--rounds", "20", "--seeds", "2", "--cache-dir", str(real_openml_cache), "--out", str(out)])
     printed = capsys.readouterr().out
@@ -75,7 +69,7 @@ def test_neural_rounds_prints_a_row_per_agent_and_keeps_the_table(real_openml_ca
 
 
 def test_neural_rounds_rejects_more_rounds_than_the_dataset_has(capsys):
-    neural_rounds = _benchmark_module("neural_rounds")
+    neural_rounds = benchmark_module("neural_rounds")
     with pytest.raises(SystemExit):
         neural_rounds.main(["--rounds", "9000"])
     assert "--rounds must be within 2-8124 (every row of Mushroom-v0 at most once), got 9000" in capsys.readouterr().err
