@@ -138,3 +138,13 @@ def test_cli_bench_refuses_an_unknown_size_in_one_line(tiny, capsys):
         cli.main(["bench", str(tiny), "--size", "huge"])
     assert info.value.code == 2
     assert "argument --size: must be one of ['full', 'small'] for suite 'tiny', got 'huge'" in capsys.readouterr().err
+
+
+def test_bench_reports_a_problem_whose_cells_all_failed_as_not_finished_and_goes_on(tiny, tmp_path):
+    broken = "env_kwargs: {n_arms: 5, dim: 3, noise_std: -1.0}}"  # every cell of `changing` fails to make its env
+    tiny.write_text(TINY.replace("env_kwargs: {n_arms: 5, dim: 3}}", broken, 1))
+    lines = []
+    report = bench.run_suite(bench.load_suite(str(tiny)), tmp_path / "out", log=lines.append)
+    assert report["missing"] == ["changing"] and report["problems"] == ["fixed"]
+    assert any("changing: no finished cell" in line for line in lines)
+    assert "Not finished (UniformRandom missing): changing." in (tmp_path / "out" / "report.md").read_text()
