@@ -101,7 +101,8 @@ def test_a_linear_model_stays_at_the_one_sign_level():
 
 @pytest.mark.parametrize(("name", "at_least"), [
     pytest.param("LMCTS", 9, marks=pytest.mark.slow),  # the heaviest run of the suite: a shorter verdict below
-    ("NeuralTS", 9), ("NeuralUCB", 8),
+    # about a minute each on 2 cores: slow, so that the default suite stays under 8 minutes
+    pytest.param("NeuralTS", 9, marks=pytest.mark.slow), pytest.param("NeuralUCB", 8, marks=pytest.mark.slow),
 ])
 def test_neural_agent_learns_on_most_seeds(name, at_least):
     """Seeds 0-9 at the defaults: at least ``at_least`` of 10 under ``LEARNT`` regret per round in rounds
