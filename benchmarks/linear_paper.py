@@ -124,29 +124,35 @@ def busy_core(busy: bool):
             process.wait()
 
 
+WITHOUT = ["normal", "linear_langevin", "linear_scores", "add_observation"]  # the kernels --without takes
+
+
 def without_kernels(names: list[str]) -> None:
     """Replace the named agent kernels by their torch functions (the other kernels stay on): how each
     kernel's gain in ``docs/agents.md`` is measured. The replacement sets ``BANDIT_GYM_KERNELS=0``
     around each call (about 5 us a call, included in the time)."""
-    from agents import _kernels, linear, models
+    from agents import _kernels
     from agents.chains.langevin import langevin_steps
-    from agents.models.reward import LinearModel
+    from agents.models import reward
     from bandit_gym import rng
 
     def linear_chain(gram, moment, theta, step_size, inverse_temperature, noise):
-        model = LinearModel.__new__(LinearModel)  # the statistics alone: all LinearModel.gradient reads
+        model = reward.LinearModel.__new__(reward.LinearModel)  # the statistics alone: all LinearModel.gradient reads
         model.gram, model.moment = gram, moment
         return langevin_steps(model, theta, step_size, inverse_temperature, noise)
 
-    torch_functions = {"normal": rng.normal, "linear_langevin": linear_chain, "linear_scores": models.linear_scores,
-                       "add_observation": models.add_observation, "ucb_scores": linear.ucb_scores}
+    torch_functions = {"normal": rng.normal, "linear_langevin": linear_chain, "linear_scores": reward.linear_scores,
+                       "add_observation": reward.add_observation}
     for name in names:
         def plain(*args, _function=torch_functions[name]):
             with kernels(False):
                 return _function(*args)
 
         # the agents draw their normals through bandit_gym.rng.approx_normal (its kernel decides there)
-        setattr(rng if name == "normal" else _kernels, "approx_normal" if name == "normal" else name, plain)
+        module, attribute = (rng, "approx_normal") if name == "normal" else (_kernels, name)
+        if not callable(getattr(module, attribute, None)):  # a renamed kernel would otherwise be timed as "on"
+            raise ValueError(f"--without {name}: {module.__name__} has no function {attribute!r}")
+        setattr(module, attribute, plain)
 
 
 def mean_se(values: np.ndarray) -> tuple[float, float]:
@@ -164,8 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--kernels", choices=["both", "on", "off"], default="both",
                         help="time the agents with the compiled kernels on, off, or both (default)")
-    parser.add_argument("--without", nargs="+", default=[], metavar="KERNEL",
-                        choices=["normal", "linear_langevin", "linear_scores", "add_observation", "ucb_scores"],
+    parser.add_argument("--without", nargs="+", default=[], metavar="KERNEL", choices=WITHOUT,
                         help="run these agent kernels as their torch functions (to measure each kernel's gain)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--busy", action="store_true", help="keep one core busy with a second process")

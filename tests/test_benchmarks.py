@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from benchmark_scripts import benchmark_module  # tests/integration is on pytest's pythonpath
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,6 +106,25 @@ def test_linear_paper_prints_every_row():
     for row in rows:  # the wall time: the fastest run, then every run's time in order
         fastest, every = re.fullmatch(r"(\d+\.\d) \((\d+\.\d, \d+\.\d)\)", row.split(" | ")[2]).groups()
         assert float(fastest) == min(float(t) for t in every.split(", "))
+
+
+def test_linear_paper_without_replaces_each_kernel_it_names(monkeypatch):
+    """``--without K`` must swap a function that exists: setting an attribute a rename left behind would time the
+    kernel as on and call it off. Each replacement runs the torch definition, equal to the kernel to rounding."""
+    from agents import _kernels
+    from bandit_gym import rng
+    linear_paper = benchmark_module("linear_paper")
+    for name in linear_paper.WITHOUT:
+        module, attribute = (rng, "approx_normal") if name == "normal" else (_kernels, name)
+        monkeypatch.setattr(module, attribute, getattr(module, attribute))  # restored after the test
+    linear_paper.without_kernels(linear_paper.WITHOUT)
+    keys = rng.seed_to_key([0, 1])
+    assert torch.allclose(rng.approx_normal(keys, 1, 0, (3,)), rng.normal(keys, 1, 0, (3,)))
+    x, theta = torch.randn(2, 4, 3), torch.randn(2, 3)
+    assert torch.allclose(_kernels.linear_scores(x, theta), torch.einsum("rkd,rd->rk", x, theta), atol=1e-6)
+    monkeypatch.delattr(_kernels, "add_observation")  # as a rename would leave it
+    with pytest.raises(ValueError, match="add_observation"):
+        linear_paper.without_kernels(["add_observation"])
 
 
 def test_growing_table_keeps_the_file_whole(tmp_path, capsys):
