@@ -52,7 +52,7 @@ ROUND_COST = {
     "DiscountedLinUCB": (59, 77, 2),
     "EnsembleSampling": (51, 127, 3),
     "EpsGreedy": (61, 96, 1),
-    "FGLMCTS": (3472, 3532, 5),
+    "FGLMCTS": (3472, 3553, 5),
     "GLMTSL": (124, 194, 4),
     "HMCTS": (13354, 13429, 2),
     "LMCTS": (45, 1402, 2),
