@@ -100,17 +100,20 @@ def _add_envs(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_envs(args: argparse.Namespace) -> int:
-    print(f"{'id':<22}{'arms':>6}{'dim':>6}{'horizon':>9}")
-    for env_id in catalog.env_ids():
+    ids = catalog.env_ids()
+    width = max(len("id"), *(len(env_id) for env_id in ids)) + 2
+    print(f"{'id':<{width}}{'arms':>6}{'dim':>6}{'horizon':>9}")
+    for env_id in ids:
         info = catalog.describe_env(env_id)
+        # a dataset env plays its rows in order (at most 10,000) unless its registration fixes a horizon
+        horizon = "rows, at most 10000" if info.horizon is None else str(info.horizon)
         if info.needs is not None:
-            print(f"{env_id:<22}  needs {info.needs} in gym.make; shapes come from the data; horizon: rows, "
-                  "at most 10000")
+            print(f"{env_id:<{width}}needs {info.needs} in gym.make; shapes come from the data; horizon: {horizon}")
         elif info.dataset is not None:
-            print(f"{env_id:<22}  shapes come from the data (fill the cache: bandit-gym download {info.dataset}); "
-                  "horizon: rows, at most 10000")
+            print(f"{env_id:<{width}}shapes come from the data (fill the cache: bandit-gym download {info.dataset}); "
+                  f"horizon: {horizon}")
         else:
-            print(f"{env_id:<22}{info.n_arms:>6}{info.dim:>6}{info.horizon:>9}")
+            print(f"{env_id:<{width}}{info.n_arms:>6}{info.dim:>6}{info.horizon:>9}")
     print("Make one with gym.make(ID) after `import bandit_gym`; every keyword of docs/envs.md can be changed there.")
     return 0
 

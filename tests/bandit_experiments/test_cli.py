@@ -94,12 +94,19 @@ def test_agents_lists_agents_with_hyperparameter_defaults_and_nothing_else(capsy
 
 def test_envs_lists_every_registered_id_with_the_shapes_gym_make_gives(capsys):
     assert cli.main(["envs"]) == 0
-    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:-1]}
+    header, *lines = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line for line in lines[:-1]}
     assert list(rows) == list(bandit_gym.ENV_IDS)
     env = gym.make("LinearBanditFixed-v0")
     n_arms, dim = env.observation_space.shape
     assert rows["LinearBanditFixed-v0"].split()[1:] == [str(n_arms), str(dim), str(env.unwrapped.horizon)]
     assert "bandit-gym download shuttle" in rows["Shuttle-v0"]
+    assert rows["Shuttle-v0"].endswith("horizon: rows, at most 10000")  # its rows in order
+    showdown = gym.registry["MushroomShowdown-v0"].kwargs["horizon"]  # rows drawn with replacement: a fixed horizon
+    assert rows["MushroomShowdown-v0"].endswith(f"horizon: {showdown}")
+    arms_end = header.index("arms") + len("arms")  # the arms column ends under its heading on every shaped row
+    assert all(line[:arms_end].split()[-1].isdigit() and line[arms_end] == " " for env_id, line in rows.items()
+               if line.split()[1].isdigit())
 
 
 def test_version_is_the_installed_distribution(capsys):
