@@ -4,8 +4,9 @@ A :class:`BanditSimulator` holds ``R`` independent replicas of one contextual
 bandit as tensors. One round, in the order it runs (see ``docs/envs.md``):
 
 1. :meth:`BanditSimulator._show_arms`: the arms of round ``t`` (``_contexts``), their
-   expected rewards (``_mean_rewards``), the best value and the first optimal arm;
-2. :meth:`BanditSimulator.step`: the chosen arms' expected rewards, their regret
+   expected rewards (``_mean_rewards``), the best value, the first optimal arm and what a step scores
+   (``scored``: the expected rewards themselves, but for the Showdown's envs, :mod:`bandit_gym.showdown`);
+2. :meth:`BanditSimulator.step`: the chosen arms' scored values, their regret
    ``best - chosen`` and random rewards (``_sample_rewards``); then ``t + 1`` and step 1.
 
 :meth:`BanditSimulator.next_rounds` draws rounds ``t .. t + n - 1`` at once, as a :class:`RoundChunk` holding the
@@ -55,8 +56,11 @@ class RoundChunk:
         first_round: The env's round ``t`` (from 0 at reset) of ``contexts[0]``.
         contexts: Arm features ``(n, R, K, d)`` float32.
         expected: Expected reward of every arm ``(n, R, K)`` float32.
-        best: The best expected reward ``(n, R)`` float32.
-        optimal_action: The first arm with it ``(n, R)`` int64.
+        best: The value regret is scored against ``(n, R)`` float32: the best expected reward (the Showdown's
+            envs: their own, :mod:`bandit_gym.showdown`).
+        optimal_action: The first arm with the best expected reward ``(n, R)`` int64.
+        scored: What ``step`` scores each arm by ``(n, R, K)`` float32: regret is ``best - scored[arm]``. The
+            expected rewards (the same memory) but for the Showdown's envs, where it is the round's reward row.
         rewards: The reward every arm pays ``(n, R, K)`` float32.
         next_contexts: The arms of round ``first_round + n`` ``(R, K, d)``: the observation after the chunk.
     """
@@ -66,6 +70,7 @@ class RoundChunk:
     expected: torch.Tensor
     best: torch.Tensor
     optimal_action: torch.Tensor
+    scored: torch.Tensor
     rewards: torch.Tensor
     next_contexts: torch.Tensor
 
@@ -78,10 +83,10 @@ class RoundChunk:
         return rewards.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
 
     def regret_of(self, actions: torch.Tensor, round: int | None = None) -> torch.Tensor:
-        """``best - expected[actions]`` as ``step``'s ``info["regret"]`` computes it (float32): ``(n, R) -> (n, R)``,
+        """``best - scored[actions]`` as ``step``'s ``info["regret"]`` computes it (float32): ``(n, R) -> (n, R)``,
         or of chunk round ``round`` only ``(R,) -> (R,)``."""
-        expected, best = (self.expected, self.best) if round is None else (self.expected[round], self.best[round])
-        return best - expected.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+        scored, best = (self.scored, self.best) if round is None else (self.scored[round], self.best[round])
+        return best - scored.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
 
 
 class BanditSimulator(ABC):
@@ -92,7 +97,9 @@ class BanditSimulator(ABC):
     block size, which may depend on ``R``). Subclasses draw what stays fixed for an episode in
     :meth:`_new_episode` and define
     :meth:`_contexts`, :meth:`_mean_rewards` and :meth:`_sample_rewards`; those that define :meth:`_arm_rewards`
-    too can draw rounds in chunks (:meth:`next_rounds`). A pickled simulator
+    too can draw rounds in chunks (:meth:`next_rounds`). A step scores the chosen arm by ``scored`` (regret
+    ``best - scored[arm]``, rewards drawn given ``scored[arm]``): the expected rewards themselves, the same
+    tensor, unless :meth:`_draw_chunk` says otherwise (the Showdown's envs). A pickled simulator
     holds its configuration, keys and round; the attributes named in :attr:`derived` are
     recomputed from them when it is loaded.
     """
@@ -108,15 +115,15 @@ class BanditSimulator(ABC):
     feature_low: float = -np.inf
     feature_high: float = np.inf
     #: Attributes computed from the keys and the round, left out of pickles.
-    derived: tuple[str, ...] = ("contexts", "expected", "best", "optimal_action", "_rounds", "_chunk_index",
-                                  "_arrays", "_chunk")
+    derived: tuple[str, ...] = ("contexts", "expected", "best", "optimal_action", "scored", "_rounds",
+                                  "_chunk_index", "_arrays", "_chunk")
 
     def __init__(self, num_replicas: int, device: torch.device | str = "cpu") -> None:
         self.num_replicas = check_int("num_envs", num_replicas)
         self.device = torch.device(device)
         self.keys: torch.Tensor | None = None  # (R,) int64, set by reset
         self.t = 0
-        self.__dict__.update(dict.fromkeys(self.derived))  # contexts (R, K, d), expected (R, K), best, optimal (R,)
+        self.__dict__.update(dict.fromkeys(self.derived))  # contexts (R, K, d), expected, scored (R, K), best (R,)
         self._chunk_index = -1
 
     @abstractmethod
@@ -134,12 +141,14 @@ class BanditSimulator(ABC):
 
     @abstractmethod
     def _sample_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
-        """Random rewards of round ``t``'s chosen arms given their expected rewards, ``(R,) -> (R,)``."""
+        """Random rewards of round ``t``'s chosen arms given their scored values (``scored``: the expected rewards
+        but for the Showdown's envs), ``(R,) -> (R,)``."""
 
     def _arm_rewards(self, expected: torch.Tensor, t: int) -> torch.Tensor:
-        """The reward every arm pays in rounds ``t .. t + n - 1``, given their expected rewards ``(R, n, K) -> (R, n,
-        K)``: bit for bit what :meth:`_sample_rewards` gives the arm played. A simulator without it (this one
-        raises) plays round by round; :func:`chunked_rounds` checks for it."""
+        """The reward every arm pays in rounds ``t .. t + n - 1``, given their scored values (``scored``: the
+        expected rewards but for the Showdown's envs) ``(R, n, K) -> (R, n, K)``: bit for bit what
+        :meth:`_sample_rewards` gives the arm played. A simulator without it (this one raises) plays round by
+        round; :func:`chunked_rounds` checks for it."""
         raise NotImplementedError(f"{type(self).__name__} draws its rewards one round at a time (no _arm_rewards)")
 
     def reset(self, keys: torch.Tensor) -> None:
@@ -152,20 +161,22 @@ class BanditSimulator(ABC):
 
     def _draw_chunk(self, block: int) -> tuple[torch.Tensor, ...]:
         """Block ``block``'s arms ``(R, B, K, d)``, expected rewards ``(R, B, K)``, best values and first optimal
-        arms ``(R, B)``."""
+        arms ``(R, B)``, and what a step scores ``(R, B, K)``: here the expected rewards, the same tensor."""
         contexts = self._contexts(block)  # (R, B, K, d)
         expected = self._mean_rewards(contexts)  # (R, B, K)
-        return contexts, expected, *best_arms(expected)
+        return contexts, expected, *best_arms(expected), expected
 
     def _show_arms(self, drawn: tuple[torch.Tensor, ...] | None = None) -> None:
-        """Round ``t``'s arms ``(R, K, d)``, expected rewards ``(R, K)``, best value and first optimal arm ``(R,)``;
-        ``drawn``: round ``t``'s block where the caller has drawn it already."""
+        """Round ``t``'s arms ``(R, K, d)``, expected rewards ``(R, K)``, best value and first optimal arm ``(R,)``
+        and scored values ``(R, K)``; ``drawn``: round ``t``'s block where the caller has drawn it already."""
         block, row = divmod(self.t, self.chunk_rounds)
         if block != self._chunk_index:
             self._chunk = self._draw_chunk(block) if drawn is None else drawn
-            self._rounds = list(zip(*(x.unbind(1) for x in self._chunk), strict=True))
+            rounds = zip(*(x.unbind(1) for x in _distinct(self._chunk)), strict=True)
+            # (contexts, expected, best, optimal, scored) per round; scored is expected's view where the block's is
+            self._rounds = [r if len(r) == 5 else (*r, r[1]) for r in rounds]
             self._chunk_index = block
-        self.contexts, self.expected, self.best, self.optimal_action = self._rounds[row]
+        self.contexts, self.expected, self.best, self.optimal_action, self.scored = self._rounds[row]
 
     def next_rounds(self, n: int) -> RoundChunk:
         """Rounds ``t .. t + n - 1`` at once (the caller checks ``n``), then ``t + n``: the numbers of ``n`` steps.
@@ -177,23 +188,27 @@ class BanditSimulator(ABC):
         t, B = self.t, self.chunk_rounds
         first, last = t // B, (t + n) // B
         blocks = [self._chunk if b == self._chunk_index else self._draw_chunk(b) for b in range(first, last + 1)]
-        joined = blocks[0] if len(blocks) == 1 else [torch.cat(parts, dim=1) for parts in zip(*blocks, strict=True)]
+        parts = [_distinct(block) for block in blocks]
+        joined = parts[0] if len(parts) == 1 else [torch.cat(x, dim=1) for x in zip(*parts, strict=True)]
         rows = slice(t - first * B, t - first * B + n)  # rounds t .. t + n - 1 of the joined blocks
-        contexts, expected, best, optimal = (x[:, rows] for x in joined)  # (R, n, ...)
+        drawn = [x[:, rows] for x in joined]  # (R, n, ...) contexts, expected, best, optimal (, scored)
         after = joined[0][:, t + n - first * B]  # (R, K, d) round t + n's arms
         if len(blocks) == 1:  # views of the block in hand: copies, so that the chunk is the caller's
-            contexts, expected, best, optimal, after = (x.clone() for x in (contexts, expected, best, optimal, after))
-        rewards = self._arm_rewards(expected, t)  # (R, n, K)
+            drawn, after = [x.clone() for x in drawn], after.clone()
+        contexts, expected, best, optimal, *scored = drawn
+        scored = scored[0] if scored else expected  # (R, n, K)
+        rewards = self._arm_rewards(scored, t)  # (R, n, K)
         self.t = t + n
         self._show_arms(blocks[-1])
-        return RoundChunk(t, *(x.transpose(0, 1) for x in (contexts, expected, best, optimal, rewards)), after)
+        fields = (contexts, expected, best, optimal, scored, rewards)
+        return RoundChunk(t, *(x.transpose(0, 1) for x in fields), after)
 
     def _round_arrays(self) -> tuple:
         """Round ``t`` as numpy arrays (CPU only), views of its tensors: arms ``(R, K, d)``, expected rewards
-        ``(R, K)``, best value and first optimal arm ``(R,)``."""
+        ``(R, K)``, best value and first optimal arm ``(R,)``, scored values ``(R, K)``."""
         if _kernels.enabled() and self.device.type == "cpu":
             return _kernels.round_arrays(self)  # the same arrays, views of the block kept with it
-        return tuple(x.numpy() for x in (self.contexts, self.expected, self.best, self.optimal_action))
+        return tuple(x.numpy() for x in (self.contexts, self.expected, self.best, self.optimal_action, self.scored))
 
     def step(self, actions: torch.Tensor | int) -> tuple[torch.Tensor, torch.Tensor]:
         """Play ``actions`` ``(R,)`` int64 (or one arm index for every replica, an int) in round ``t``;
@@ -202,9 +217,9 @@ class BanditSimulator(ABC):
         if _kernels.enabled() and isinstance(actions, int) and self.numpy_rewards and self.device.type == "cpu":
             return _kernels.numpy_step(self, actions)  # the same numbers, no torch call (the single env's round)
         if isinstance(actions, int):
-            chosen = self.expected.select(1, actions)  # (R,) a view: no index tensor to build
+            chosen = self.scored.select(1, actions)  # (R,) a view: no index tensor to build
         else:
-            chosen = self.expected.gather(1, actions.view(-1, 1)).view(-1)  # (R,)
+            chosen = self.scored.gather(1, actions.view(-1, 1)).view(-1)  # (R,)
         regret = self.best - chosen  # (R,) exactly 0 for an optimal arm
         rewards = self._sample_rewards(chosen, self.t)  # (R,)
         self.t += 1
@@ -232,6 +247,12 @@ class BanditSimulator(ABC):
                 self.reset(self.keys)
                 self.t = t
                 self._show_arms()
+
+
+def _distinct(drawn: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """A block's tensors (:meth:`BanditSimulator._draw_chunk`) without ``scored`` where it is ``expected`` itself:
+    each tensor is sliced and copied once."""
+    return drawn[:4] if drawn[4] is drawn[1] else drawn
 
 
 def best_arms(expected: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -423,7 +444,7 @@ class BanditEnv(gym.Env):
 
     def _observation(self) -> tuple[np.ndarray, dict[str, Any]]:
         """Round ``t``'s arms ``(K, d)`` (a view of the simulator's block) and its info."""
-        contexts, expected, _, optimal = self.sim._round_arrays()
+        contexts, expected, _, optimal, _ = self.sim._round_arrays()
         return contexts[0], {"expected_rewards": expected[0].copy(),  # (K,) the caller's copy
                              "optimal_action": int(optimal[0])}
 

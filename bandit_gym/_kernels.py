@@ -105,11 +105,11 @@ def per_counter(function, x: torch.Tensor, rounds: int) -> torch.Tensor:
 
 # -- the single env's round in numpy (bandit_gym._base.BanditSimulator.step with an int on CPU) --------------------
 def numpy_step(sim, action: int) -> tuple[np.ndarray, np.ndarray]:
-    """``BanditSimulator.step(action)`` for an int on CPU where ``sim.numpy_rewards``: the chosen arm's expected
-    reward, its regret and the random rewards in float32 numpy arithmetic on views of the drawn block (the same
+    """``BanditSimulator.step(action)`` for an int on CPU where ``sim.numpy_rewards``: the chosen arm's scored
+    value, its regret and the random rewards in float32 numpy arithmetic on views of the drawn block (the same
     numbers as torch's), ``(R,)`` numpy arrays each; then round ``t + 1``'s arms."""
-    _, expected, best, _ = sim._round_arrays()  # (R, K), (R,)
-    chosen = expected[:, action]  # (R,)
+    _, _, best, _, scored = sim._round_arrays()  # (R,), (R, K)
+    chosen = scored[:, action]  # (R,)
     regret = best - chosen
     rewards = sim._sample_rewards(chosen, sim.t)  # numpy in, numpy out
     sim.t += 1
@@ -119,16 +119,17 @@ def numpy_step(sim, action: int) -> tuple[np.ndarray, np.ndarray]:
 
 def round_arrays(sim) -> tuple:
     """``BanditSimulator._round_arrays`` (CPU): round ``t``'s rows of numpy views of the drawn block, the views
-    made once per block (kept in ``sim._arrays``); those of ``sim.expected``, ``best`` and ``optimal_action``
-    where they were set after the block was drawn (``bandit_gym.feedback.Drift`` sets them)."""
+    made once per block (kept in ``sim._arrays``); those of ``sim.expected``, ``best``, ``optimal_action`` and
+    ``scored`` where they were set after the block was drawn (``bandit_gym.feedback.Drift`` sets them)."""
     if sim._arrays is None or sim._arrays[0] is not sim._chunk:
         sim._arrays = (sim._chunk, tuple(x.numpy() for x in sim._chunk))
     row = sim.t % sim.chunk_rounds
-    contexts, expected, best, optimal = sim._arrays[1]
+    contexts, expected, best, optimal, scored = sim._arrays[1]
     drawn = sim._rounds[row]
-    if sim.expected is drawn[1] and sim.best is drawn[2] and sim.optimal_action is drawn[3]:
-        return contexts[:, row], expected[:, row], best[:, row], optimal[:, row]
-    return contexts[:, row], sim.expected.numpy(), sim.best.numpy(), sim.optimal_action.numpy()
+    shown = (sim.expected, sim.best, sim.optimal_action, sim.scored)
+    if all(x is y for x, y in zip(shown, drawn[1:], strict=True)):
+        return contexts[:, row], expected[:, row], best[:, row], optimal[:, row], scored[:, row]
+    return contexts[:, row], *(x.numpy() for x in shown)
 
 
 def chunk_draws_numpy(draws: rng.ChunkDraws, keys: torch.Tensor, t: int) -> np.ndarray:

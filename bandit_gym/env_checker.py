@@ -80,16 +80,54 @@ def _check_arm_info(info: dict[str, Any], n_arms: int, name: str, where: str) ->
     return expected, optimal
 
 
+def _scoring_info(info: dict[str, Any], n_arms: int, name: str, where: str) -> dict[str, np.ndarray]:
+    """The Showdown's scoring keys of ``info`` where it carries them: ``optimal_reward`` (one number) and
+    ``reward_row`` ``(n_arms,)``, checked."""
+    found = {}
+    if "optimal_reward" in info:
+        optimal = _array(info["optimal_reward"])
+        _require(optimal.shape == () and optimal.dtype.kind in "iuf" and bool(np.isfinite(optimal)), name,
+                 f"{where}: info['optimal_reward'] must be one finite number, got {info['optimal_reward']!r}")
+        found["optimal_reward"] = optimal.astype(np.float64)
+    if "reward_row" in info:
+        row = _array(info["reward_row"])
+        _require(row.shape == (n_arms,) and row.dtype.kind in "iuf" and bool(np.all(np.isfinite(row))), name,
+                 f"{where}: info['reward_row'] must hold one finite reward per arm, shape ({n_arms},); got shape "
+                 f"{row.shape}, dtype {row.dtype}")
+        found["reward_row"] = row.copy()
+    return found
+
+
+def _check_regret(before: dict[str, np.ndarray], action: int, reward: float, regret: float, name: str, where: str,
+                  rtol: float, atol: float) -> None:
+    """Rule 2's regret (and a Showdown env's reward) of a step, from what the previous info showed."""
+    if "reward_row" in before:
+        paid = float(before["reward_row"][action])
+        _require(np.isclose(reward, paid, rtol=rtol, atol=atol), name,
+                 f"{where}: reward {reward:.6g} but the previous info's reward_row[action={action}] = {paid:.6g}")
+    if "optimal_reward" in before:
+        want = float(before["optimal_reward"]) - reward
+        _require(np.isclose(regret, want, rtol=rtol, atol=atol), name,
+                 f"{where}: info['regret'] = {regret:.6g} but the previous info's optimal_reward - reward = "
+                 f"{want:.6g}")
+        return
+    expected = before["expected"]
+    want = float(expected.max() - expected[action])
+    _require(np.isclose(regret, want, rtol=rtol, atol=atol), name,
+             f"{where}: info['regret'] = {regret:.6g} but the previous info's expected_rewards give "
+             f"max - expected[action={action}] = {want:.6g}")
+
+
 def _rollout(env: gym.Env, seed: int, actions: np.ndarray, name: str, n_arms: int,
              rtol: float, atol: float) -> list[dict[str, np.ndarray]]:
     """Reset with ``seed``, play ``actions``; check every round; return what each round showed."""
     obs, info = env.reset(seed=seed)
     where = f"reset(seed={seed})"
     rounds = [{"obs": _check_observation(obs, env, name, where).copy(),
-               "expected": _check_arm_info(info, n_arms, name, where)[0].copy()}]
+               "expected": _check_arm_info(info, n_arms, name, where)[0].copy(),
+               **_scoring_info(info, n_arms, name, where)}]
     for t, action in enumerate(actions):
         where = f"step {t} after reset(seed={seed})"
-        expected_before = rounds[-1]["expected"]
         obs, reward, terminated, truncated, info = env.step(int(action))
         _require(isinstance(terminated, (bool, np.bool_)) and isinstance(truncated, (bool, np.bool_)), name,
                  f"{where}: terminated and truncated must be bools, got {terminated!r}, {truncated!r}")
@@ -97,14 +135,11 @@ def _rollout(env: gym.Env, seed: int, actions: np.ndarray, name: str, n_arms: in
         _require("regret" in info, name, f"{where}: info from step must carry 'regret' of the round just played; "
                  f"got keys {sorted(info)}")
         regret = float(_array(info["regret"]))
-        want = float(expected_before.max() - expected_before[int(action)])
-        _require(np.isclose(regret, want, rtol=rtol, atol=atol), name,
-                 f"{where}: info['regret'] = {regret:.6g} but the previous info's expected_rewards give "
-                 f"max - expected[action={int(action)}] = {want:.6g}")
+        _check_regret(rounds[-1], int(action), float(reward), regret, name, where, rtol, atol)
         obs = _check_observation(obs, env, name, where)
         expected, _ = _check_arm_info(info, n_arms, name, where)
-        rounds.append({"obs": obs.copy(), "expected": expected.copy(), "reward": np.float64(reward),
-                       "regret": np.float64(regret)})
+        rounds.append({"obs": obs.copy(), "expected": expected.copy(), **_scoring_info(info, n_arms, name, where),
+                       "reward": np.float64(reward), "regret": np.float64(regret)})
         if terminated or truncated:
             break
     return rounds
@@ -177,7 +212,11 @@ def check_bandit_env(
     2. ``info`` of ``reset`` and ``step`` carries ``expected_rewards`` ``(n_arms,)`` and
        ``optimal_action`` (an arm with the largest expected reward) for the observation it
        comes with; ``info`` of ``step`` carries ``regret`` = max of the previous
-       ``expected_rewards`` minus that of the chosen arm.
+       ``expected_rewards`` minus that of the chosen arm. An env that scores regret otherwise
+       says so in ``info`` (the Showdown's envs, :mod:`bandit_gym.showdown`): with
+       ``optimal_reward`` (one number) ``regret`` is the previous ``optimal_reward`` minus the
+       reward paid, and with ``reward_row`` ``(n_arms,)`` (what every arm pays in the round)
+       the reward paid is the previous ``reward_row[action]``.
     3. Seeding is deterministic: two rollouts with the same seed and actions are identical;
        a different seed gives a different rollout.
     4. The native batched env (``vector_env``, or the spec's ``vector_entry_point``) reset with

@@ -23,9 +23,11 @@ its reward arrives; a loop of your own does it with :meth:`agents.loop.feedback.
 schedule (the delays), so one update per revealed round stays one batched operation.
 
 Drift (:class:`Drift`): the world changes while the agent plays. The synthetic envs' ``theta*`` rotates
-slowly (``kind="rotation"``) or is drawn anew every ``every`` rounds (``kind="abrupt"``); the dataset
-envs' classes swap their rewards by a random permutation every ``every`` rounds. Rewards, ``regret``,
-``expected_rewards`` and ``optimal_action`` in ``info`` are those of the world of the round they describe.
+slowly (``kind="rotation"``) or is drawn anew every ``every`` rounds (``kind="abrupt"``); the other envs'
+arms (a dataset env's classes, a Showdown env's arms) swap their rewards by a random permutation every
+``every`` rounds. Rewards, ``regret`` and what ``info`` tells of the arms (``expected_rewards``,
+``optimal_action``, a Showdown env's ``reward_row`` and ``optimal_reward``) are those of the world of the
+round they describe.
 """
 
 from __future__ import annotations
@@ -352,10 +354,13 @@ class _World:
         if self.synthetic:
             sim.theta = self.theta_at(sim.t)
             expected = sim._mean_rewards(sim.contexts[:, None].contiguous())[:, 0]  # (R, K)
-        else:
+            sim.expected, sim.scored, sim.best = expected, expected, expected.amax(dim=1)
+        else:  # the arms' values move with them: the value regret is scored against (best) stays
             inverse = torch.argsort(self.permutation_at(sim.t), dim=1)  # (R, K)
-            expected = sim.expected.gather(1, inverse)  # arm k pays what class inverse[k] paid
-        sim.expected, sim.best, sim.optimal_action = expected, expected.amax(dim=1), expected.argmax(dim=1)
+            expected = sim.expected.gather(1, inverse)  # (R, K) arm k pays what class inverse[k] paid
+            sim.scored = expected if sim.scored is sim.expected else sim.scored.gather(1, inverse)
+            sim.expected = expected
+        sim.optimal_action = sim.expected.argmax(dim=1)
 
 
 class DriftVector(_World, _BanditVectorWrapper):
@@ -367,11 +372,8 @@ class DriftVector(_World, _BanditVectorWrapper):
 
     def _refresh(self, obs: Any, info: dict) -> tuple[Any, dict]:
         self._apply()
-        if self._drifts():  # what the arms are worth in the current world, in the env's array type and layout
-            expected, optimal = self.sim.expected.clone(), self.sim.optimal_action.clone()  # (R, K), (R,)
-            if not isinstance(info["expected_rewards"], torch.Tensor):
-                expected, optimal = expected.cpu().numpy(), optimal.cpu().numpy()
-            info = {**info, "expected_rewards": expected, "optimal_action": optimal}
+        if self._drifts():  # what the env tells of the arms in the current world, in its array type and layout
+            info = {**info, **self.env.unwrapped._info()}
         return obs, info
 
 
@@ -383,9 +385,9 @@ class Drift(_World, gym.Wrapper, gym.utils.RecordConstructorArgs):
             returned). Other wrappers may sit outside it; it must wrap the bandit env itself.
         kind: ``"abrupt"``: every ``every`` rounds a new world: a new unit ``theta*`` (synthetic envs, drawn
             from the replica's key, or from ``instance_seed`` when the env fixes the instance), or a random
-            permutation of which arm pays for which class (dataset envs). ``"rotation"`` (synthetic envs):
-            ``theta*_t = cos(rate t) theta*_0 + sin(rate t) u``, ``u`` a random unit vector orthogonal to
-            ``theta*_0``: a slow turn in one plane, ``rate`` radians per round.
+            permutation of which arm pays what (a dataset env's classes, a Showdown env's arms). ``"rotation"``
+            (synthetic envs): ``theta*_t = cos(rate t) theta*_0 + sin(rate t) u``, ``u`` a random unit vector
+            orthogonal to ``theta*_0``: a slow turn in one plane, ``rate`` radians per round.
         every: Rounds between abrupt changes; None (default): never.
         rate: Radians per round of the rotation; 0.0 (default): none.
 
@@ -406,9 +408,8 @@ class Drift(_World, gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def _refresh(self, obs: Any, info: dict) -> tuple[Any, dict]:
         self._apply()
-        if self._drifts():  # what the arms are worth in the current world
-            info = {**info, "expected_rewards": self.sim.expected[0].numpy().copy(),  # (K,)
-                    "optimal_action": int(self.sim.optimal_action[0])}
+        if self._drifts():  # what the env tells of the arms in the current world
+            info = {**info, **self.env.unwrapped._observation()[1]}
         return obs, info
 
 

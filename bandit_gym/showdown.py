@@ -5,11 +5,14 @@ round as a row ``(context, reward of every arm)`` and scores a run by ``sum(opt_
 where ``opt_rewards`` is the reward row's entry at the optimal arm (the arm of the highest expected
 reward). The envs here draw the same rows from :mod:`bandit_gym.rng` streams and score them the same way:
 
-* ``info["expected_rewards"]`` is the round's reward row: what every arm pays this round;
-* ``info["optimal_action"]`` is the Showdown's optimal arm (highest expected reward, not highest draw);
-* ``info["regret"]`` is ``opt_reward - reward``: with ``regret="sampled"`` (the code's), ``opt_reward`` is the
-  optimal arm's entry of the row, so a lucky draw of another arm can give a negative round; with
-  ``regret="expected"`` it is the optimal arm's expected reward (TF-Agents' scoring).
+* ``info["expected_rewards"]`` holds the arms' expected rewards (their means given the context), as every
+  env's does, and ``info["optimal_action"]`` the Showdown's optimal arm: the one of the highest mean;
+* ``info["reward_row"]`` is the round's reward row: what every arm pays this round (the step's reward);
+* ``info["optimal_reward"]`` is the value the round's regret is scored against, ``opt_reward``: with
+  ``regret="sampled"`` (the code's) the optimal arm's entry of the row, with ``regret="expected"`` its mean
+  (TF-Agents' scoring);
+* ``info["regret"]`` is ``opt_reward - reward``: scored against a draw, a lucky draw of another arm can give
+  a negative round.
 
 The context ``x`` (``d`` values) is shown as ``K`` one-hot-block arm rows: row ``j`` holds ``x`` in columns
 ``j d .. (j + 1) d - 1`` and zeros elsewhere, so every agent of the package runs on them unchanged.
@@ -24,6 +27,7 @@ from __future__ import annotations
 import math
 from abc import abstractmethod
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -54,41 +58,41 @@ def one_hot_blocks(x: torch.Tensor, n_arms: int) -> torch.Tensor:
 
 
 class ShowdownSimulator(BanditSimulator):
-    """A Showdown problem: each round a row of what every arm pays, its optimal arm and the value regret is
-    scored against. Subclasses define :meth:`_draw_rows`; the rest of a round is the same for all of them.
+    """A Showdown problem: each round the arms' means, a row of what every arm pays, the value regret is scored
+    against and the optimal arm. Subclasses define :meth:`_draw_rows`; the rest of a round is the same for all.
 
-    ``expected`` holds the reward row, so a step pays ``expected[chosen]`` and its regret is
-    ``best - expected[chosen]`` with ``best`` and ``optimal_action`` the Showdown's (set here, not the
-    row's maximum and its arm).
+    ``expected`` holds the means and ``scored`` the reward row, so a step pays ``scored[chosen]`` and its regret
+    is ``best - scored[chosen]``, with ``best`` (``opt_reward``) and ``optimal_action`` the Showdown's (set here,
+    not the means' maximum and its arm).
     """
 
-    derived = (*BanditSimulator.derived, "_scored")
+    derived = (*BanditSimulator.derived, "_drawn")
 
     @abstractmethod
     def _draw_rows(self, block: int) -> tuple[torch.Tensor, ...]:
-        """Block ``block``'s arms ``(R, B, K, D)``, reward rows ``(R, B, K)``, values regret is scored against
-        and optimal arms ``(R, B)``."""
+        """Block ``block``'s arms ``(R, B, K, D)``, the arms' means and reward rows ``(R, B, K)``, the values regret
+        is scored against and the optimal arms ``(R, B)``."""
 
     def _contexts(self, block: int) -> torch.Tensor:
-        contexts, *self._scored = self._draw_rows(block)  # _scored: rows (R, B, K), best, optimal (R, B)
+        contexts, *self._drawn = self._draw_rows(block)  # _drawn: means, rows (R, B, K), best, optimal (R, B)
         return contexts
 
     def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
-        return self._scored[0]  # (R, B, K) the reward rows
+        return self._drawn[0]  # (R, B, K) the arms' means
 
     def _draw_chunk(self, block: int) -> tuple[torch.Tensor, ...]:
-        contexts, rows, _, _ = super()._draw_chunk(block)  # the row's own maximum is not what regret is scored by
-        _, best, optimal = self._scored
-        return contexts, rows, best, optimal
+        contexts, means, _, _, _ = super()._draw_chunk(block)  # best and optimal: the Showdown's, not the means'
+        _, rows, best, optimal = self._drawn
+        return contexts, means, best, optimal, rows  # a step scores the reward rows
 
     def _sample_rewards(self, chosen_mean: torch.Tensor, t: int) -> torch.Tensor:
         return chosen_mean.clone()  # (R,) the row holds what the chosen arm pays
 
-    def _arm_rewards(self, expected: torch.Tensor, t: int) -> torch.Tensor:
-        return expected.clone()  # (R, n, K)
+    def _arm_rewards(self, rows: torch.Tensor, t: int) -> torch.Tensor:
+        return rows.clone()  # (R, n, K)
 
 
-def _scored(rows: torch.Tensor, means: torch.Tensor, optimal: torch.Tensor, regret: str) -> torch.Tensor:
+def _optimal_reward(rows: torch.Tensor, means: torch.Tensor, optimal: torch.Tensor, regret: str) -> torch.Tensor:
     """The value ``(R, B)`` regret is scored against: the optimal arm's entry of the rows or of the means."""
     values = rows if regret == "sampled" else means  # (R, B, K)
     return values.gather(2, optimal[..., None]).squeeze(2)
@@ -170,7 +174,8 @@ class WheelBanditSimulator(ShowdownSimulator):
         rows = means + stds * rng.normal(self.keys, Stream.REWARD, block, (B, self.n_arms))  # (R, B, K)
         if self.centre_arm_first:  # the same draws, relabelled: the centre arm 0, the quadrants 1 to 4
             rows, means, optimal = rows.roll(1, dims=2), means.roll(1, dims=2), (optimal + 1) % self.n_arms
-        return one_hot_blocks(x, self.n_arms), rows, _scored(rows, means, optimal, self.regret), optimal
+        best = _optimal_reward(rows, means, optimal, self.regret)  # (R, B)
+        return one_hot_blocks(x, self.n_arms), means, rows, best, optimal
 
 
 class LinearShowdownSimulator(ShowdownSimulator):
@@ -224,7 +229,7 @@ class LinearShowdownSimulator(ShowdownSimulator):
         stds = torch.tensor(self.noise_stds, dtype=torch.float32, device=self.device)  # (K,)
         rows = means + stds * rng.normal(self.keys, Stream.REWARD, block, (B, K))  # (R, B, K)
         optimal = means.argmax(dim=2)  # (R, B) the arm of the highest mean (the code's opt_actions)
-        return one_hot_blocks(x, K), rows, _scored(rows, means, optimal, self.regret), optimal
+        return one_hot_blocks(x, K), means, rows, _optimal_reward(rows, means, optimal, self.regret), optimal
 
 
 class SparseLinearShowdownSimulator(LinearShowdownSimulator):
@@ -270,7 +275,27 @@ def _check_noise_stds(noise_stds: float | Sequence[float] | None, n_arms: int) -
 
 
 # -- the Gymnasium faces ------------------------------------------------------------------------------------
-class WheelBanditEnv(BanditEnv):
+class ShowdownEnv(BanditEnv):
+    """The single env of a Showdown bandit: ``info`` also carries ``reward_row`` ``(K,)`` float32, what every arm
+    pays in the observation's round, and ``optimal_reward`` (a float), the value that round's ``regret`` is scored
+    against (the module docstring)."""
+
+    def _observation(self) -> tuple[np.ndarray, dict[str, Any]]:
+        obs, info = super()._observation()
+        _, _, best, _, rows = self.sim._round_arrays()  # (R,), (R, K)
+        info["reward_row"], info["optimal_reward"] = rows[0].copy(), float(best[0])
+        return obs, info
+
+
+class ShowdownVectorEnv(BanditVectorEnv):
+    """The batched env of a Showdown bandit: ``info`` also carries ``reward_row`` ``(R, K)`` float32 and
+    ``optimal_reward`` ``(R,)`` float64, as a ``SyncVectorEnv`` of :class:`ShowdownEnv` gives them."""
+
+    def _info(self, **extra: torch.Tensor) -> dict[str, Any]:
+        return super()._info(reward_row=self.sim.scored, optimal_reward=self.sim.best.double(), **extra)
+
+
+class WheelBanditEnv(ShowdownEnv):
     """The Showdown's Wheel bandit; see :class:`WheelBanditSimulator` and ``docs/envs.md`` ("The Showdown suite").
 
     ## Description
@@ -288,9 +313,11 @@ class WheelBanditEnv(BanditEnv):
     The round's draw of the chosen arm: ``N(mean, std^2)`` as above.
 
     ## Info
-    ``expected_rewards``: the round's reward row (what every arm pays this round); ``optimal_action``: the
-    Showdown's optimal arm; ``step`` adds ``regret``: the optimal arm's drawn reward (``regret="sampled"``,
-    the default and the code's) or mean (``"expected"``) minus the reward paid.
+    ``expected_rewards``: the arms' means given the context (``base_mean``, ``centre_mean`` or ``large_mean``);
+    ``optimal_action``: the Showdown's optimal arm (of the highest mean); ``reward_row``: what every arm pays
+    this round; ``optimal_reward``: the optimal arm's drawn reward (``regret="sampled"``, the default and the
+    code's) or mean (``"expected"``); ``step`` adds ``regret``: the previous ``optimal_reward`` minus the
+    reward paid.
 
     ## Arguments
     ``delta`` (0.95), ``horizon`` (2,000), ``base_mean`` (1), ``centre_mean`` (1.2), ``large_mean`` (50),
@@ -304,32 +331,32 @@ class WheelBanditEnv(BanditEnv):
     simulator_class = WheelBanditSimulator
 
 
-class WheelBanditVectorEnv(BanditVectorEnv):
+class WheelBanditVectorEnv(ShowdownVectorEnv):
     """Batched :class:`WheelBanditEnv`: replica ``i`` of ``reset(seed=s)`` is the single env with ``seed=s + i``."""
 
     simulator_class = WheelBanditSimulator
 
 
-class LinearShowdownEnv(BanditEnv):
+class LinearShowdownEnv(ShowdownEnv):
     """The Showdown's linear bandit (``LinearShowdown-v0``); see :class:`LinearShowdownSimulator`.
 
     Observations ``(K, K d)`` float32 (the context in one-hot-block form, within ``+-NORMAL_BOUND``),
-    ``Discrete(K)`` actions; rewards, ``info`` and ``regret`` as the module docstring says (reward rows, the arm
-    of the highest mean, regret against its drawn reward by default). Arguments: ``n_arms`` (8), ``dim`` (10),
-    ``horizon`` (2,000),
-    ``noise_stds`` (``0.01 (j + 1)``), ``regret`` (``"sampled"``).
+    ``Discrete(K)`` actions; rewards, ``info`` and ``regret`` as the module docstring says (``expected_rewards``
+    the means ``x . beta_j``, ``reward_row`` the draws, regret against the optimal arm's draw by default).
+    Arguments: ``n_arms`` (8), ``dim`` (10), ``horizon`` (2,000), ``noise_stds`` (``0.01 (j + 1)``), ``regret``
+    (``"sampled"``).
     """
 
     simulator_class = LinearShowdownSimulator
 
 
-class LinearShowdownVectorEnv(BanditVectorEnv):
+class LinearShowdownVectorEnv(ShowdownVectorEnv):
     """Batched :class:`LinearShowdownEnv`."""
 
     simulator_class = LinearShowdownSimulator
 
 
-class SparseLinearShowdownEnv(BanditEnv):
+class SparseLinearShowdownEnv(ShowdownEnv):
     """The Showdown's sparse linear bandit (``SparseLinearShowdown-v0``); see :class:`SparseLinearShowdownSimulator`.
 
     As :class:`LinearShowdownEnv`, with ``n_arms`` 7 and ``sparse_dim`` (``int(dim / 3)``) non-zero entries per
@@ -339,7 +366,7 @@ class SparseLinearShowdownEnv(BanditEnv):
     simulator_class = SparseLinearShowdownSimulator
 
 
-class SparseLinearShowdownVectorEnv(BanditVectorEnv):
+class SparseLinearShowdownVectorEnv(ShowdownVectorEnv):
     """Batched :class:`SparseLinearShowdownEnv`."""
 
     simulator_class = SparseLinearShowdownSimulator

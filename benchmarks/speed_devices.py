@@ -146,7 +146,7 @@ def numpy_round(env_id: str) -> Callable:
         sim = plain.unwrapped.sim
         sim.numpy_rewards = False  # step's torch lines
         sim._round_arrays = types.MethodType(  # _round_arrays' torch lines
-            lambda s: tuple(x.numpy() for x in (s.contexts, s.expected, s.best, s.optimal_action)), sim)
+            lambda s: tuple(x.numpy() for x in (s.contexts, s.expected, s.best, s.optimal_action, s.scored)), sim)
         return (lambda: kernels(True), single_env_steps(fast)), (lambda: kernels(True), single_env_steps(plain))
     return make
 

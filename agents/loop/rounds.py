@@ -184,7 +184,7 @@ class ChunkSteps:
     def _draw(self) -> None:
         n = min(self.size, self.left, self.end - self.bandit.sim.t)
         self.chunk, self.i = self.next_rounds(n), 0
-        fields = (self.chunk.contexts, self.chunk.next_contexts, self.chunk.expected, self.chunk.best,
+        fields = (self.chunk.contexts, self.chunk.next_contexts, self.chunk.scored, self.chunk.best,
                   self.chunk.rewards)
         self.arrays = tuple(x.numpy() for x in fields) if self.chunk.rewards.is_cpu else fields
 
@@ -193,13 +193,13 @@ class ChunkSteps:
             self._draw()
         i, chunk = self.i, self.chunk
         self.i, self.left = i + 1, self.left - 1
-        contexts, next_contexts, expected, best, rewards = self.arrays  # (n, R, K, d), (R, K, d), (n, R, K), ...
+        contexts, next_contexts, scored, best, rewards = self.arrays  # (n, R, K, d), (R, K, d), (n, R, K), ...
         last = i + 1 == len(chunk)
         truncated = chunk.first_round + i + 1 >= self.end
         if isinstance(rewards, np.ndarray):  # CPU: numpy reads, the float32 arithmetic of step
             arms = np.asarray(actions.cpu() if isinstance(actions, torch.Tensor) else actions).reshape(-1)  # (R,)
             reward = rewards[i, self.replicas, arms]  # (R,)
-            regret = best[i] - expected[i, self.replicas, arms]  # (R,)
+            regret = best[i] - scored[i, self.replicas, arms]  # (R,) as RoundChunk.regret_of
             observation = next_contexts if last else contexts[i + 1]
         else:
             arms = torch.as_tensor(actions, device=rewards.device).reshape(-1)  # (R,)

@@ -39,7 +39,14 @@ from bandit_gym.datasets.envs import DatasetBanditSimulator
 from bandit_gym.datasets.errors import DatasetNotFoundError, import_optional
 from bandit_gym.datasets.loaders import load_dataset
 from bandit_gym.rng import Stream
-from bandit_gym.showdown import CHUNK_ROUNDS, SHOWDOWN_HORIZON, ShowdownSimulator, one_hot_blocks
+from bandit_gym.showdown import (
+    CHUNK_ROUNDS,
+    SHOWDOWN_HORIZON,
+    ShowdownEnv,
+    ShowdownSimulator,
+    ShowdownVectorEnv,
+    one_hot_blocks,
+)
 from bandit_gym.threads import policy
 from bandit_gym.validation import check_choice, check_float, check_int, check_path
 
@@ -156,7 +163,7 @@ class MushroomShowdownSimulator(ShowdownSimulator):
         else:
             optimal = torch.ones_like(rows)  # eating is optimal whatever the mushroom
         best = means.gather(2, optimal[..., None]).squeeze(2)  # (R, B) the expected optimum
-        return one_hot_blocks(self.features[rows], self.n_arms), table.float(), best.float(), optimal
+        return one_hot_blocks(self.features[rows], self.n_arms), means.float(), table.float(), best.float(), optimal
 
 
 class ShowdownClassificationSimulator(DatasetBanditSimulator):
@@ -273,7 +280,7 @@ def load_financial_file(path: str | os.PathLike) -> np.ndarray:
 
 
 # -- the Gymnasium faces ------------------------------------------------------------------------------------------
-class MushroomShowdownEnv(BanditEnv):
+class MushroomShowdownEnv(ShowdownEnv):
     """The Showdown's Mushroom bandit (``MushroomShowdown-v0``); see :class:`MushroomShowdownSimulator`.
 
     ## Observation Space
@@ -286,9 +293,11 @@ class MushroomShowdownEnv(BanditEnv):
     0 for not eating; eating pays 5 for an edible mushroom, -35 or 5 (a coin per round) for a poisonous one.
 
     ## Info
-    ``expected_rewards``: the round's reward row (the coin drawn); ``optimal_action``: 1 for an edible
-    mushroom, else 0; ``step`` adds ``regret``: the expected optimum (5 or 0) minus the reward paid, the code's
-    score (eating a poisonous mushroom: 35 or -5).
+    ``expected_rewards``: the arms' means, ``[0, 5]`` for an edible mushroom and ``[0, -15]`` for a poisonous one
+    (the mean of its coin); ``optimal_action``: 1 for an edible mushroom, else 0; ``reward_row``: what every arm
+    pays this round (the coin drawn); ``optimal_reward``: the expected optimum (5 or 0); ``step`` adds
+    ``regret``: the previous ``optimal_reward`` minus the reward paid, the code's score (eating a poisonous
+    mushroom: 35 or -5).
 
     ## Version History
     * v0: initial version.
@@ -297,7 +306,7 @@ class MushroomShowdownEnv(BanditEnv):
     simulator_class = MushroomShowdownSimulator
 
 
-class MushroomShowdownVectorEnv(BanditVectorEnv):
+class MushroomShowdownVectorEnv(ShowdownVectorEnv):
     """Batched :class:`MushroomShowdownEnv`."""
 
     simulator_class = MushroomShowdownSimulator

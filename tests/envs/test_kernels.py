@@ -116,17 +116,17 @@ def test_numpy_step_gives_the_torch_steps_numbers_bit_for_bit(monkeypatch, env_i
 
 
 def test_round_arrays_follow_expected_rewards_set_after_the_block_was_drawn(monkeypatch):
-    # bandit_gym.feedback.Drift sets the round's expected rewards, best value and optimal arm: the numpy views of
-    # the block must give way to them, as the torch definition (views of the round's tensors) does.
+    # bandit_gym.feedback.Drift sets the round's expected rewards, scored values, best value and optimal arm: the
+    # numpy views of the block must give way to them, as the torch definition (views of the round's tensors) does.
     monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
     sim = gym.make("LinearBandit-v0", n_arms=5, dim=3).unwrapped.sim
     sim.reset(rng.seed_to_key(2))
-    sim.expected = -sim.expected
+    sim.expected = sim.scored = -sim.expected
     sim.best, sim.optimal_action = sim.expected.amax(dim=1), sim.expected.argmax(dim=1)
     arrays = sim._round_arrays()
     monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
     assert all(np.array_equal(a, b) for a, b in zip(arrays, sim._round_arrays(), strict=True))
-    assert np.array_equal(arrays[1], -sim._rounds[0][1].numpy())
+    assert np.array_equal(arrays[1], -sim._rounds[0][1].numpy()) and np.array_equal(arrays[4], arrays[1])
 
 
 @pytest.mark.parametrize("env_id", SYNTHETIC_IDS)

@@ -39,7 +39,8 @@ def make_pair(make_env, env_id: str, num_envs: int | None, **kwargs):
 
 def check_chunks_against_steps(chunked, stepped, num_envs: int | None) -> None:
     """Draw :data:`SIZES` chunks from ``chunked`` and step ``stepped`` through the same rounds (both reset with one
-    seed): observations, expected rewards, rewards, regret and the state afterwards are equal, bit for bit."""
+    seed): observations, expected rewards, scored values, rewards, regret and the state afterwards are equal, bit
+    for bit."""
     vector = num_envs is not None
     R, K = num_envs or 1, chunked.unwrapped.n_arms
     chunked.reset(seed=5)
@@ -55,6 +56,8 @@ def check_chunks_against_steps(chunked, stepped, num_envs: int | None) -> None:
             assert np.array_equal(np.asarray(obs).reshape(R, K, -1), chunk.contexts[i].numpy())
             assert np.array_equal(np.asarray(info["expected_rewards"]).reshape(R, K), chunk.expected[i].numpy())
             assert np.array_equal(np.asarray(info["optimal_action"]).reshape(R), chunk.optimal_action[i].numpy())
+            scored = info.get("reward_row", info["expected_rewards"])  # what a step scores: a Showdown env's row
+            assert np.array_equal(np.asarray(scored).reshape(R, K), chunk.scored[i].numpy())
             action = arms[i].numpy() if vector else int(arms[i, 0])
             obs, reward, _, _, info = stepped.step(action)
             assert np.array_equal(np.asarray(reward, np.float32).reshape(R), rewards[i].numpy())
@@ -162,15 +165,15 @@ AGENTS = {"LinUCB": lambda e: LinUCB(e, seed=3), "LinTS": lambda e: LinTS(e, see
 
 
 def env_kinds(num_envs: int | None):
-    """LinearBandit-v0 (blocks shorter than a chunk) and a dataset env, single or batched."""
-    data = {"X": made_up_frame(), "y": "label", "horizon": 40}
+    """LinearBandit-v0 (blocks shorter than a chunk), a dataset env and a Showdown env (regret scored against a
+    draw), single or batched."""
+    kinds = [("LinearBandit-v0", {**WIDE, "horizon": 60}),
+             ("ClassificationBandit-v0", {"X": made_up_frame(), "y": "label", "horizon": 40}),
+             ("LinearShowdown-v0", {"horizon": 60})]
     if num_envs is None:
-        return [lambda: gym.make("LinearBandit-v0", **WIDE, horizon=60), lambda: gym.make("ClassificationBandit-v0",
-                                                                                          **data)]
-    return [lambda: gym.make_vec("LinearBandit-v0", num_envs=num_envs, vectorization_mode="vector_entry_point",
-                                 **WIDE, horizon=60),
-            lambda: gym.make_vec("ClassificationBandit-v0", num_envs=num_envs, vectorization_mode="vector_entry_point",
-                                 **data)]
+        return [lambda i=i, kw=kw: gym.make(i, **kw) for i, kw in kinds]
+    return [lambda i=i, kw=kw: gym.make_vec(i, num_envs=num_envs, vectorization_mode="vector_entry_point", **kw)
+            for i, kw in kinds]
 
 
 @pytest.mark.parametrize("num_envs", [None, 3])

@@ -10,25 +10,14 @@ from bandit_ids import DATASET_IDS, SHOWDOWN_IDS, SYNTHETIC_IDS, data_kwargs
 import bandit_gym  # noqa: F401  (registers the envs)
 from bandit_gym.env_checker import BanditEnvCheckError, check_bandit_env
 
-#: The Showdown's envs report each round's reward row as info["expected_rewards"] and the Showdown's optimal arm
-#: (by the arms' means) as info["optimal_action"]: where a draw beats the optimal arm's, the checker's rule (the
-#: optimal arm has the largest expected reward) fails. A known defect of these new envs, kept visible here.
-SHOWDOWN_ROWS = {"LinearShowdown-v0", "SparseLinearShowdown-v0", "MushroomShowdown-v0"}
 
-
-def _known(env_ids: list[str]) -> list:
-    reason = "info['expected_rewards'] holds the round's reward row, not the arms' means (issue 40)"
-    return [pytest.param(i, marks=pytest.mark.xfail(strict=True, raises=BanditEnvCheckError, reason=reason))
-            if i in SHOWDOWN_ROWS else i for i in env_ids]
-
-
-@pytest.mark.parametrize("env_id", _known(SYNTHETIC_IDS + SHOWDOWN_IDS))
+@pytest.mark.parametrize("env_id", SYNTHETIC_IDS + SHOWDOWN_IDS)
 def test_every_synthetic_env_passes_check_bandit_env(env_id: str) -> None:
     check_bandit_env(gym.make(env_id))
     check_bandit_env(gym.make(env_id, horizon=5), n_steps=8)  # rollouts cut at the horizon
 
 
-@pytest.mark.parametrize("env_id", _known(DATASET_IDS))
+@pytest.mark.parametrize("env_id", DATASET_IDS)
 def test_every_dataset_env_with_data_passes_check_bandit_env(env_id: str, openml_cache) -> None:
     try:
         env = gym.make(env_id, **data_kwargs(env_id, openml_cache))
@@ -133,3 +122,32 @@ def test_check_bandit_env_names_a_bad_argument() -> None:
         check_bandit_env(ToyBandit(), num_envs=1)
     with pytest.raises(TypeError, match="env must be a gymnasium.Env"):
         check_bandit_env(gym.vector.SyncVectorEnv([ToyBandit]))
+
+
+class ShiftedInfo(gym.Wrapper):
+    """A Showdown env whose info tells a wrong ``optimal_reward`` or whose step pays off its ``reward_row``."""
+
+    def __init__(self, env: gym.Env, key: str) -> None:
+        super().__init__(env)
+        self.key = key
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return obs, self._shifted(info)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, self._shifted(info)
+
+    def _shifted(self, info: dict) -> dict:
+        return {**info, self.key: info[self.key] + 1.0}
+
+
+@pytest.mark.parametrize(("key", "message"), [
+    ("optimal_reward", r"info\['regret'\] = .* but the previous info's optimal_reward - reward = "),
+    ("reward_row", r"reward .* but the previous info's reward_row\[action=\d\] = "),
+])
+def test_check_bandit_env_scores_a_showdown_env_by_its_optimal_reward_and_reward_row(key: str, message: str) -> None:
+    check_bandit_env(gym.make("LinearShowdown-v0"))  # the env as it is passes
+    with pytest.raises(BanditEnvCheckError, match=message):
+        check_bandit_env(ShiftedInfo(gym.make("LinearShowdown-v0"), key), vector_env=None)
