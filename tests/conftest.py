@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,19 @@ import torch
 
 SHARED_CACHE_ENV_VAR = "BANDIT_GYM_TEST_OPENML_CACHE"  # the README's "Tests" section names it
 DEFAULT_SHARED_CACHE = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "openml_cache"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ctrl_c_raises():
+    """Let the Ctrl-C tests send a real SIGINT where the suite was started with it ignored (a shell's background
+    job, ``cmd &``, starts so; Python then never installs its handler, and ignoring passes on to every
+    subprocess): the default handler, KeyboardInterrupt, in this process and so in the interpreters it starts."""
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if ignored:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @pytest.fixture
