@@ -14,6 +14,7 @@ from agents.base import BanditAgent, chosen_rows
 from agents.chains.schedules import step_size
 from agents.models.mlp import build_model, is_neural
 from agents.models.reward import MODELS, LinearModel, agent_state, load_agent_state
+from agents.models.settings import with_defaults
 from agents.validation import check_choice, check_int
 from bandit_gym import rng
 from bandit_gym.rng import Stream
@@ -77,9 +78,8 @@ class EnsembleSampling(BanditAgent):
         super().__init__(env, seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
         neural = is_neural(model)
         table = self.defaults["neural" if neural else check_choice("model", model, sorted(MODELS))]
-        given = {"inverse_temperature": inverse_temperature, "lambda_reg": lambda_reg, "step_size": step_size,
-                 "step_schedule": step_schedule, "n_inner_steps": n_inner_steps}
-        value = {name: table[name] if v is None else v for name, v in given.items()}
+        value = with_defaults(table, inverse_temperature=inverse_temperature, lambda_reg=lambda_reg,
+                              step_size=step_size, step_schedule=step_schedule, n_inner_steps=n_inner_steps)
         self.n_members = M = check_int("n_members", n_members)
         self.lambda_reg = self._hyperparameter("lambda_reg", value["lambda_reg"], minimum=0, strict=True)
         members = rng.random_words(self.keys, Stream.INIT, 1 << 32, M).reshape(-1)  # (R M,) one key per member

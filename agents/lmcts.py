@@ -7,7 +7,6 @@ from ``theta_t``. Round 1's chain, on the prior alone, runs in ``__init__``.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import gymnasium as gym
@@ -15,47 +14,16 @@ import torch
 
 from agents.base import BanditAgent, DivergenceError, chosen_rows
 from agents.chains.langevin import Langevin
-from agents.chains.preconditioner import DiagonalPreconditioner
-from agents.chains.scaled_features import ScaledFeatures
+from agents.chains.preconditioner import DiagonalPreconditioner, NoPreconditioner
+from agents.chains.scaled_features import NoScaling, ScaledFeatures, arm_features
 from agents.chains.schedules import STEP_SCHEDULES, step_size
-from agents.chains.target import Chain, ChainRound
-from agents.linear import ArmFeatures
+from agents.chains.target import Chain, ChainRound, ModelPotential
+from agents.chains.temperature import temperature_from
 from agents.models.mlp import MLP, build_model, is_neural
-from agents.models.noise import NoiseEstimate
-from agents.models.reward import (
-    MODELS,
-    LinearModel,
-    RewardModel,
-    agent_state,
-    load_agent_state,
-    load_prefixed_state,
-    prefixed_state,
-)
+from agents.models.reward import MODELS, LinearModel, agent_state, load_agent_state
+from agents.models.settings import check_for_model, with_defaults
 from agents.validation import check_choice, check_float, check_int
 from bandit_gym.rng import Stream
-
-#: ``beta_0 = 1 / (2 sigma_0^2)``, ``sigma_0 = 1``: ``inverse_temperature="auto"``'s value before any reward, and the
-#: temperature at which ``lambda_reg`` sets its prior, ``N(0, 1 / (2 beta_0 lambda))`` (``LMCTS``).
-PRIOR_INVERSE_TEMPERATURE = 0.5
-
-
-def _check_for_model(model: Any, neural: bool, model_class: type, schedule: str, preconditioner: str,
-                     step_bound: float | None, batch_size: int | None, adaptive: bool) -> None:
-    """One ValueError for a setting the model cannot take."""
-    wrong = [(schedule == "inverse_lambda_max" and neural, "step_schedule must be 'inverse_t' or 'constant'",
-              "'inverse_lambda_max' (the largest eigenvalue of the linear and glm models' Gram matrix)"),
-             (preconditioner == "diagonal" and not neural, "preconditioner must be 'none'",
-              "'diagonal'; the diagonal preconditioner needs a neural model ('mlp', an MLP or an nn.Module)"),
-             (step_bound is not None and not neural, "step_bound must be None",
-              f"{step_bound!r}; the bound is on the Gauss-Newton matrix of a neural model's squared loss"),
-             (batch_size is not None and not model_class.supports_minibatch, "batch_size must be None (full batch)",
-              f"{batch_size!r}; mini-batches need a model with a data history, e.g. model='glm'"),
-             (adaptive and not neural, "inverse_temperature must be a number",
-              "'auto'; the temperature from the data is for neural models (the squared loss's noise; the linear "
-              "model's Gram matrix holds its ridge, and the logistic loss has no noise scale)")]
-    for bad, rule, got in wrong:
-        if bad:
-            raise ValueError(f"{rule} for model={model!r}, got {got}")
 
 
 class LMCTS(BanditAgent):
@@ -74,11 +42,9 @@ class LMCTS(BanditAgent):
     ``step_schedule="inverse_t"``, ``intercept=False``. Measured: ``benchmarks/results/linear_grid.md``.
 
     **Neural models**: the Gauss-Newton diagonal preconditioner (:mod:`agents.chains.preconditioner`), a step bound
-    on mini-batches (:class:`agents.chains.langevin.Langevin`), and the temperature from the data: for Gaussian noise
-    of variance ``sigma^2`` the posterior is ``exp(-L_t / (2 sigma^2))``, so ``"auto"`` is ``beta_t = 1 / (2
-    sigma_t^2)`` from the prequential errors (:class:`agents.models.noise.NoiseEstimate`), with the ridge at ``lambda
-    beta_0 / beta_t`` so that the prior stays ``N(0, 1 / (2 beta_0 lambda))`` (:data:`PRIOR_INVERSE_TEMPERATURE`).
-    Measured: ``docs/agents.md``, "Temperature from the data".
+    on mini-batches (:class:`agents.chains.langevin.Langevin`), and the temperature from the data, ``"auto"``:
+    ``beta_t = 1 / (2 sigma_t^2)`` from the prequential errors, with the ridge at ``lambda beta_0 / beta_t`` so that
+    the prior stays put (:mod:`agents.chains.temperature`, which says why; measured: ``docs/agents.md``).
 
     When to use it:
         The first choice where the reward model is not known to be linear: the linear model on linear rewards (lowest
@@ -96,7 +62,7 @@ class LMCTS(BanditAgent):
         step_size: ``eta_0 > 0``, a number or one per replica. None: :attr:`defaults` (by model and schedule).
         inverse_temperature: ``beta > 0``, a number or one per replica; the chain targets ``exp(-beta L_t)``.
             ``"auto"``: ``beta_t = 1 / (2 sigma_t^2)`` from the observed reward noise (neural models only). None:
-            :attr:`defaults` (linear 10, glm 30, neural ``"auto"``). See :func:`paper_inverse_temperature`.
+            :attr:`defaults` (linear 10, glm 30, neural ``"auto"``). See :mod:`agents.chains.temperature`.
         n_inner_steps: Chain steps per round ``K`` (>= 1; one value for all replicas). None: :attr:`defaults`
             (linear 100, each ``O(d^2)``; glm 20 and neural 10, each ``O(B)``: a flat cost per round).
         lambda_reg: Ridge weight ``lambda > 0`` of the loss, a number or one per replica. None: 1, or 2 for neural
@@ -138,10 +104,9 @@ class LMCTS(BanditAgent):
     #: ``lambda = 2`` (with ``beta_0 = 0.5`` the prior ``N(0, 0.5)``, wider than the He initialisation: the He-scale
     #: prior left 8 of 10 seeds exploiting one sign of the quadratic), K = 10 steps on batches of B = 32.
     defaults: dict[str, dict[str, Any]] = {
-        "linear": {"step_size": {"inverse_lambda_max": 0.25, "inverse_t": 0.3, "constant": 0.3},
+        "linear": {"step_size": {"inverse_lambda_max": 0.25, "inverse_t": 0.3, "constant": 0.3}, "intercept": None,
                    "inverse_temperature": 10.0, "lambda_reg": 1.0, "n_inner_steps": 100, "batch_size": None,
-                   "step_schedule": "inverse_lambda_max", "preconditioner": "none", "step_bound": None,
-                   "intercept": None},
+                   "step_schedule": "inverse_lambda_max", "preconditioner": "none", "step_bound": None},
         "glm": {"step_size": {"inverse_lambda_max": 0.05, "inverse_t": 0.9, "constant": 0.9},
                 "inverse_temperature": 30.0, "lambda_reg": 1.0, "n_inner_steps": 20, "batch_size": 64,
                 "step_schedule": "inverse_lambda_max", "preconditioner": "none", "step_bound": None, "intercept": None},
@@ -161,85 +126,68 @@ class LMCTS(BanditAgent):
         super().__init__(env, seed=seed, device=device, n_arms=n_arms, dim=dim, num_replicas=num_replicas)
         neural = is_neural(model)
         table = self.defaults["neural" if neural else check_choice("model", model, sorted(MODELS))]
-        given = {"lambda_reg": lambda_reg, "step_schedule": step_schedule, "preconditioner": preconditioner,
-                 "n_inner_steps": n_inner_steps, "inverse_temperature": inverse_temperature}
-        value = {name: table[name] if v is None else v for name, v in given.items()}  # None: the table's
+        value = with_defaults(table, lambda_reg=lambda_reg, step_schedule=step_schedule, preconditioner=preconditioner,
+                              n_inner_steps=n_inner_steps, inverse_temperature=inverse_temperature,
+                              step_bound=step_bound, batch_size=batch_size, intercept=intercept)
         self.lambda_reg = self._hyperparameter("lambda_reg", value["lambda_reg"], minimum=0, strict=True)
         self.step_schedule = check_choice("step_schedule", value["step_schedule"], STEP_SCHEDULES)
-        self.preconditioner = check_choice("preconditioner", value["preconditioner"], ("none", "diagonal"))
-        step_bound = table["step_bound"] if step_bound == "auto" else step_bound
-        step_bound = None if step_bound is None else check_float("step_bound", step_bound, 0, strict=True)
-        batch_size = table["batch_size"] if batch_size == "auto" else batch_size
-        batch_size = None if batch_size is None else check_int("batch_size", batch_size)
-        temperature = value["inverse_temperature"]
-        if isinstance(temperature, str) and temperature != "auto":
-            raise ValueError(f"inverse_temperature must be a number > 0, one per replica, or 'auto' (from the observed "
-                             f"reward noise), got {temperature!r}")
-        #: The linear and glm models' features ``z`` and their scales, and the bound on ``lambda_max(S V S)``.
-        self.arm_features, self.scaling = None, None
-        if not neural:
-            scale_features = self.step_schedule == "inverse_lambda_max" if scale_features is None else scale_features
-            if not isinstance(scale_features, bool):
-                raise ValueError(f"scale_features must be True or False, got {scale_features!r}")
-            intercept = table["intercept"] if intercept is None else intercept
-            self.arm_features = ArmFeatures(self.num_replicas, self.n_arms, self.dim, intercept, self.device)
-            self._hyperparameters.update(intercept=intercept, scale_features=scale_features)
-        elif intercept is not None or scale_features is not None:
-            raise ValueError(f"intercept and scale_features must be None for model={model!r}, got {intercept!r} "
-                             f"and {scale_features!r}; the per-arm constants and the feature scaling are the linear "
-                             "and glm models'")
-        self.scale_features = bool(scale_features)
+        preconditioner = check_choice("preconditioner", value["preconditioner"], ("none", "diagonal"))
+        bound, size = value["step_bound"], value["batch_size"]
+        self.step_bound = None if bound is None else check_float("step_bound", bound, 0, strict=True)  # None: none
+        self.batch_size = None if size is None else check_int("batch_size", size)  # None: full batch
+        #: ``beta``: fixed, or ``beta_t`` from the reward noise (:mod:`agents.chains.temperature`).
+        self.temperature = temperature_from(value["inverse_temperature"])
+        #: The linear and glm models' features ``z`` (:class:`agents.linear.ArmFeatures`); None: the contexts.
+        self.arm_features, self.scale_features = arm_features(self, model, neural, value["intercept"], scale_features)
         #: Features per arm the model sees (``d``, plus ``K`` per-arm constants with the linear model's ``intercept``).
-        self.model_dim = self.dim if self.arm_features is None else self.arm_features.model_dim
+        self.model_dim = self.dim if neural else self.arm_features.model_dim
         self.model = build_model(model, model_kwargs, self.num_replicas, self.model_dim, self.lambda_reg, self.device,
                                  self.keys)
-        _check_for_model(model, neural, type(self.model), self.step_schedule, self.preconditioner, step_bound,
-                         batch_size, isinstance(temperature, str))
+        check_for_model(model, neural, type(self.model), self.step_schedule, preconditioner, self.step_bound,
+                        self.batch_size, isinstance(value["inverse_temperature"], str))
         if isinstance(model, MLP):
             model, model_kwargs = "mlp", model.kwargs()  # saved as a description (block_arms included)
         self.train_every = check_int("train_every", train_every)
         self.n_inner_steps = check_int("n_inner_steps", value["n_inner_steps"])
-        self.step_bound, self.batch_size = step_bound, batch_size
         self._hyperparameters.update(model=model, step_schedule=self.step_schedule, n_inner_steps=self.n_inner_steps,
-                                     batch_size=batch_size, preconditioner=self.preconditioner,
-                                     step_bound=step_bound, train_every=self.train_every)
+                                     batch_size=self.batch_size, preconditioner=preconditioner,
+                                     step_bound=self.step_bound, train_every=self.train_every)
         if model_kwargs is not None:
             self._hyperparameters["model_kwargs"] = dict(model_kwargs)
         step_size = table["step_size"][self.step_schedule] if step_size is None else step_size
         self.step_size = self._hyperparameter("step_size", step_size, minimum=0, strict=True)
-        self.adaptive_temperature = isinstance(temperature, str)
-        if self.adaptive_temperature:  # beta_t = 1 / (2 sigma_t^2), one pseudo-error of 1 (sigma_0 = 1)
-            self._hyperparameters["inverse_temperature"] = "auto"
-            self.noise = NoiseEstimate(self.num_replicas, self.device)  # sigma_t^2, 1 before any reward
-            self._set_inverse_temperature(0.5 * self.noise.precision())  # (R,) beta_0 at first
-        else:
-            self.inverse_temperature = self._hyperparameter("inverse_temperature", temperature, minimum=0, strict=True)
+        self.temperature.bind(self)  # "auto": beta_0, one pseudo-error of 1 (sigma_0 = 1)
         self.per_step_noise = getattr(self.model, "per_step_noise", False)
         self.theta = self.model.initial_params()  # (R, p)
-        self.diagonal = (DiagonalPreconditioner(self.lambda_reg, self.model.n_params)
-                         if self.preconditioner == "diagonal" else None)
-        if self.arm_features is not None:
-            self.scaling = ScaledFeatures(self.model, self.arm_features, self.lambda_reg, self.step_schedule,
-                                       self.scale_features)
+        #: ``M = diag(1 / U_t)`` for neural models (:mod:`agents.chains.preconditioner`), or none.
+        self.preconditioner = (DiagonalPreconditioner(self.lambda_reg, self.model.n_params)
+                               if preconditioner == "diagonal" else NoPreconditioner())
+        #: The linear and glm models' scales ``S`` and bound on ``lambda_max(S V S)`` (none for neural models).
+        self.scaling = NoScaling() if neural else ScaledFeatures(self.model, self.arm_features, self.lambda_reg,
+                                                                 self.step_schedule, self.scale_features)
+        #: What the chain samples from: the model's loss (:class:`agents.samplers.FGLMCTS`: plus its feel-good term).
+        self.potential = ModelPotential(self.model)
         self.chain = Langevin() if chain is None else chain
         self.chain.bind(self)
-        #: The state saved beside the model's and ``theta``, by prefix (:meth:`_state`).
-        self.parts = {prefix: part for prefix, part in (("chain", self.chain), ("preconditioner", self.diagonal),
-                                                        ("features", self.scaling)) if part is not None}
         if not self.per_step_noise and not self.scale_features:
             self.theta = self._sample(1, self.theta)  # round 1's sample, from the prior
         # scaled features: round 1 plays theta = 0 (every score 0: an arm drawn uniformly at random), since the
         # features' scales, and with them the prior N(0, (2 beta lambda D)^-1), are unknown before a row is shown
 
-    def _set_inverse_temperature(self, beta: torch.Tensor) -> None:
-        """``beta_t`` of ``"auto"``, and the loss's ridge ``lambda beta_0 / beta_t`` that keeps the prior of
-        ``exp(-beta_t L_t)`` at ``N(0, 1 / (2 beta_0 lambda))`` whatever ``beta_t`` (``beta_0 = 1 / (2 sigma_0^2)``)."""
-        self.inverse_temperature = beta  # (R,)
-        self.model.lambda_reg = self.lambda_reg * (PRIOR_INVERSE_TEMPERATURE / beta)  # (R,)
+    @property
+    def inverse_temperature(self) -> torch.Tensor:
+        """``beta`` per replica ``(R,)`` (``beta_t`` of the round under ``"auto"``)."""
+        return self.temperature.value()
+
+    @property
+    def parts(self) -> dict[str, Any]:
+        """The parts saved beside the model and ``theta``, by prefix; the potential's state is its term's arm sets."""
+        return {"chain": self.chain, "preconditioner": self.preconditioner, "features": self.scaling,
+                "contexts": self.potential}
 
     def current_step_size(self, t: int) -> torch.Tensor:
         """``eta_t`` per replica ``(R,)`` of round ``t`` (:func:`agents.chains.schedules.step_size`)."""
-        return step_size(self.step_schedule, self.step_size, t, None if self.scaling is None else self.scaling.top)
+        return step_size(self.step_schedule, self.step_size, t, self.scaling.top)
 
     def features(self, contexts: torch.Tensor) -> torch.Tensor:
         """The model's features of every arm: the linear model's ``z`` (:class:`agents.linear.ArmFeatures`),
@@ -252,39 +200,24 @@ class LMCTS(BanditAgent):
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         z = self.features(contexts)  # (R, K, p)
         x = chosen_rows(z, actions)  # (R, p)
-        predicted = None  # the played arm's f(x_t; theta_t), from the sample that played it
-        if self.diagonal is not None:  # U += 2 g(x_t; theta_t)^2
-            predicted = self.diagonal.record(self.model, self.theta, x)  # (R, 1)
-        if self.adaptive_temperature:  # the played sample's error on this round's reward, before learning it
-            if predicted is None:
-                predicted = self.model.scores(self.theta, x[:, None, :])  # (R, 1)
-            self.noise.update(self.t, predicted[:, 0], rewards)
-            self._set_inverse_temperature(0.5 * self.noise.precision())  # 1 / (2 sigma_t^2)
+        self.potential.observe(z)  # a term's arm sets
+        predicted = self.preconditioner.record(self.model, self.theta, x)  # U += 2 g(x_t; theta_t)^2; f(x_t) or None
+        self.temperature.observe(self.t, self.theta, x, rewards, predicted)  # "auto": the error before learning r_t
         self.model.add(x, rewards)  # (R, p), (R,)
-        if self.scaling is not None:
-            self.scaling.add(z, x, self.t + 1)
+        self.scaling.add(z, x, self.t + 1)
         if self.t % self.train_every == 0:
             self.theta = self._sample(self.t + 1, self.theta)
 
-    def _potential(self) -> RewardModel:
-        """What the chain samples from: the model (:class:`agents.samplers.FGLMCTS`: plus its feel-good term)."""
-        return self.model
-
     def _sample(self, t: int, theta: torch.Tensor) -> torch.Tensor:
         """Round ``t``'s sample: the chain from ``theta`` on round ``t``'s target and draws (Algorithm 1, lines 5-8)."""
-        potential = self._potential()
+        potential = self.potential.current()
         eta = self.current_step_size(t)  # (R,)
         batches = self._minibatches(t, potential)  # (R, K (+ 1 with the preconditioner), B) or None
-        curvature = None
-        if self.diagonal is not None:  # U_t at the chain's start, on the first batch
-            first = None if batches is None else batches[:, 0]
-            curvature = lambda start: self.diagonal.round_curvature(potential, start, first)  # noqa: E731
-            batches = None if batches is None else batches[:, 1:]
+        curvature, batches = self.preconditioner.for_round(potential, batches)  # U_t at the start, on the first batch
         # the bound caps steps on mini-batches of the model's loss (their n / B factor); a full-batch loss needs none
         bound = self.step_bound if batches is not None and self.batch_size is not None else None
         target = ChainRound(potential, t, self.n_inner_steps, eta, self.inverse_temperature, batches, curvature,
-                            None if self.scaling is None else self.scaling.scale(), bound,
-                            isinstance(self.model, LinearModel), self.per_step_noise,
+                            self.scaling.scale(), bound, isinstance(self.model, LinearModel), self.per_step_noise,
                             lambda *draw: self._draws(*draw).to(self.device))
         return self._check_sample(t, eta, self.chain.sample(target, theta))
 
@@ -305,29 +238,12 @@ class LMCTS(BanditAgent):
         size = self.batch_size if self.batch_size is not None else getattr(potential, "batch_size", None)
         if size is None or self.model.n_observations == 0:
             return None
-        u = self._draws("uniform", Stream.MINIBATCH, (self.n_inner_steps + (self.diagonal is not None), size), t)
+        u = self._draws("uniform", Stream.MINIBATCH, (self.n_inner_steps + self.preconditioner.n_batches, size), t)
         return potential.sample_rows(u.to(self.device))
 
     def _state(self) -> dict[str, torch.Tensor]:
-        state = agent_state(self.theta, self.model)
-        for prefix, part in self.parts.items():
-            state.update(prefixed_state(prefix, part))
-        return {**state, **(self.noise.state_dict() if self.adaptive_temperature else {})}
+        return {**agent_state(self.theta, self.model, self.parts), **self.temperature.state_dict()}  # unprefixed
 
     def _load_state(self, state: dict[str, torch.Tensor]) -> None:
-        self.theta = load_agent_state(self.model, state)
-        for prefix, part in self.parts.items():
-            load_prefixed_state(prefix, part, state)
-        if self.adaptive_temperature:
-            self.noise.load_state_dict(state)
-            self._set_inverse_temperature(0.5 * self.noise.precision())
-
-
-def paper_inverse_temperature(beta_inv: float, dim: int, horizon: int) -> float:
-    """The inverse temperature of the paper's reference configs: ``1 / (beta_inv * d * log T)``.
-
-    Those configs grid over ``beta_inv`` (about 1e-7 to 1e-2) and scale the temperature ``1 / beta`` with ``d log T``;
-    ``LMCTS`` takes the raw ``beta`` that this returns.
-    """
-    scale = check_int("dim", dim) * math.log(check_int("horizon", horizon, minimum=2))
-    return 1.0 / (check_float("beta_inv", beta_inv, 0, strict=True) * scale)
+        self.theta = load_agent_state(self.model, state, self.parts)
+        self.temperature.load_state_dict(state)  # last: "auto" sets the model's ridge from the noise estimate

@@ -28,9 +28,7 @@ from agents.chains.underdamped import Underdamped
 from agents.chains.variational import DiagonalGaussian
 from agents.ensemble import EnsembleSampling
 from agents.lmcts import LMCTS
-from agents.models.feelgood import FeelGood, _ArmSets
-from agents.models.reward import RewardModel
-from agents.validation import check_float, check_int
+from agents.models.feelgood import FeelGood
 
 __all__ = ["FGLMCTS", "MALATS", "HMCTS", "ULMCTS", "EnsembleSampling", "VITS"]
 
@@ -76,33 +74,20 @@ class FGLMCTS(LMCTS):
         Journal on Mathematics of Data Science. Anand and Liaw (2025), arXiv 2507.15290.
     """
 
-    #: The potential the chain samples from after round 1 (None during ``LMCTS.__init__``: round 1's is the model's).
-    feel_good: FeelGood | None = None
-
     def __init__(self, env: Any = None, *, lambda_fg: Any = 0.01, feel_good_cap: float = 1.0,
                  feel_good_batch_size: int | None = 32, **kwargs: Any) -> None:
-        super().__init__(env, **kwargs)
-        lambda_fg = self._hyperparameter("lambda_fg", lambda_fg, minimum=0)
-        self.feel_good_cap = check_float("feel_good_cap", feel_good_cap)
-        if feel_good_batch_size is not None:
-            feel_good_batch_size = check_int("feel_good_batch_size", feel_good_batch_size)
-        self._hyperparameters.update(feel_good_cap=self.feel_good_cap, feel_good_batch_size=feel_good_batch_size)
-        self.contexts = _ArmSets(self.num_replicas, self.n_arms, self.model_dim, self.device)  # in the model's features
-        self.feel_good = FeelGood(self.model, self.contexts, lambda_fg, self.feel_good_cap,
-                                  own_batches=self.batch_size is not None, batch_size=feel_good_batch_size)
-        self.parts["contexts"] = self.contexts
+        super().__init__(env, **kwargs)  # round 1's sample is the model's: the term is zero before any round
+        self.potential = FeelGood.for_agent(self, lambda_fg, feel_good_cap, feel_good_batch_size)
 
     @property
     def lambda_fg(self) -> torch.Tensor:
         """``lambda_fg`` per replica ``(R,)``."""
-        return self.feel_good.lambda_fg
+        return self.potential.lambda_fg
 
-    def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
-        self.contexts.append(self.features(contexts))  # the arm sets of the feel-good term
-        super()._observe(contexts, actions, rewards)
-
-    def _potential(self) -> FeelGood | RewardModel:
-        return self.model if self.feel_good is None else self.feel_good.current()
+    @property
+    def feel_good_cap(self) -> float:
+        """``b``, the cap of the best predicted reward."""
+        return self.potential.cap
 
 
 class MALATS(LMCTS):

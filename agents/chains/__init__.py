@@ -8,7 +8,8 @@
   :mod:`agents.chains.variational`: VITS's ``DiagonalGaussian``.
 * :mod:`agents.chains.schedules`: the one step-size schedule; :mod:`agents.chains.preconditioner`: the neural
   models' diagonal preconditioner; :mod:`agents.chains.scaled_features`: the linear and glm models' feature scales
-  and the bound on ``lambda_max(S V S)``.
+  and the bound on ``lambda_max(S V S)``; :mod:`agents.chains.temperature`: the inverse temperature, fixed or from
+  the reward noise (``"auto"``).
 """
 
 from agents.chains.langevin import LangevinOptimizer, langevin_update

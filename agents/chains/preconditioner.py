@@ -1,4 +1,5 @@
-"""LMC-TS's diagonal preconditioner for neural models: ``M = diag(1 / U_t)``, :class:`DiagonalPreconditioner`.
+"""LMC-TS's diagonal preconditioner for neural models: ``M = diag(1 / U_t)``, :class:`DiagonalPreconditioner`
+(:class:`NoPreconditioner` where there is none: ``preconditioner="none"``).
 
 The chain is ``theta = theta - eta M grad L_t(theta) + sqrt(2 eta M / beta) eps``. ``U_t`` estimates the diagonal of
 the Gauss-Newton matrix ``2 lambda I + 2 sum_i g(x_i) g(x_i)^T`` of ``L_t`` (``g = df/dtheta``), fixed within a round,
@@ -16,6 +17,8 @@ regret at T = 3,000 fell by about a third (``benchmarks/results/quadratic_paper.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from agents.models.reward import RewardModel
@@ -32,6 +35,9 @@ class DiagonalPreconditioner:
         curvature: ``2 lambda + 2 sum_i g(x_i; theta_i)^2`` over the played rows at the samples that played them,
             ``(R, p)``.
     """
+
+    #: Mini-batches a round draws for the preconditioner beside the chain's: one, for ``U_t`` at the chain's start.
+    n_batches = 1
 
     def __init__(self, lambda_reg: torch.Tensor, n_params: int) -> None:
         self.lambda_reg = lambda_reg  # (R,)
@@ -62,6 +68,13 @@ class DiagonalPreconditioner:
         current = 2.0 * model.lambda_reg[:, None] + 2.0 * model.gradient_squares(theta, batch)  # (R, p)
         return torch.maximum(played, current)
 
+    def for_round(self, model: RewardModel, batches: torch.Tensor | None
+                  ) -> tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor | None]:
+        """The round's ``theta -> U_t`` (:meth:`round_curvature` on the round's first mini-batch) and the chain's
+        mini-batches (the others): ``batches`` ``(R, 1 + K, B)`` or None (full batch)."""
+        first, rest = (None, None) if batches is None else (batches[:, 0], batches[:, 1:])
+        return (lambda start: self.round_curvature(model, start, first)), rest
+
     def state_dict(self) -> dict[str, torch.Tensor]:
         """``{"curvature": (R, p)}``."""
         return {"curvature": self.curvature}
@@ -69,3 +82,24 @@ class DiagonalPreconditioner:
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         """Restore :meth:`state_dict`'s entry."""
         self.curvature = state["curvature"].to(self.curvature.device)
+
+
+class NoPreconditioner:
+    """No diagonal preconditioner (``M = I``, or the linear and glm models' ``S^2``): the same calls as
+    :class:`DiagonalPreconditioner`, each doing nothing."""
+
+    n_batches = 0
+
+    def record(self, model: RewardModel, theta: torch.Tensor, x: torch.Tensor) -> None:
+        """Nothing recorded, and no prediction: None."""
+
+    def for_round(self, model: RewardModel, batches: torch.Tensor | None) -> tuple[None, torch.Tensor | None]:
+        """No curvature, and every mini-batch is the chain's."""
+        return None, batches
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """No state: ``{}``."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Nothing to restore."""

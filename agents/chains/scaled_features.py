@@ -8,10 +8,13 @@ is preconditioned by ``M = S^2``, ``S = D^(-1/2)``: the plain chain on the featu
 value plus ``w |S x|^2`` per row added (``w`` = 1, or 1/8 for the GLM; Weyl's inequality:
 ``lambda_max(A + u u^T) <= lambda_max(A) + |u|^2``), so the step never outgrows the bound. The GLM's ``V`` is
 ``lambda D + sum z z^T / 8`` (its loss's Hessian is at most ``2 V``: ``mu' <= 1/4``); the linear model's is its own
-Gram matrix.
+Gram matrix. Neural models see the contexts themselves (:class:`NoScaling`) and must leave ``intercept`` and
+``scale_features`` None (:func:`arm_features`).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 
@@ -104,3 +107,40 @@ class ScaledFeatures:
         if self.scale_features:
             self.scales = state.pop("scales")
         self.arm_features.load_state_dict(state)
+
+
+class NoScaling:
+    """Neural models: the features as given (``S = I``) and no bound on ``lambda_max`` (:attr:`top` None)."""
+
+    top = None
+
+    def scale(self) -> None:
+        """No scale: None."""
+
+    def add(self, z: torch.Tensor, x: torch.Tensor, next_round: int) -> None:
+        """Nothing to keep."""
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """No state: ``{}``."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Nothing to restore."""
+
+
+def arm_features(agent: Any, model: Any, neural: bool, intercept: bool | None,
+                 scale_features: bool | None) -> tuple[ArmFeatures | None, bool]:
+    """The linear and glm models' features ``z`` and ``scale_features`` (None: True with ``"inverse_lambda_max"``),
+    checked and recorded as ``agent``'s hyperparameters; ``(None, False)`` for a neural model, which sees the contexts
+    themselves and must leave ``intercept`` and ``scale_features`` None (a ValueError naming ``model`` otherwise)."""
+    if neural:
+        if intercept is not None or scale_features is not None:
+            raise ValueError(f"intercept and scale_features must be None for model={model!r}, got {intercept!r} "
+                             f"and {scale_features!r}; the per-arm constants and the feature scaling are the linear "
+                             "and glm models'")
+        return None, False
+    scale_features = agent.step_schedule == "inverse_lambda_max" if scale_features is None else scale_features
+    if not isinstance(scale_features, bool):
+        raise ValueError(f"scale_features must be True or False, got {scale_features!r}")
+    agent._hyperparameters.update(intercept=intercept, scale_features=scale_features)
+    return ArmFeatures(agent.num_replicas, agent.n_arms, agent.dim, intercept, agent.device), scale_features

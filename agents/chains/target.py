@@ -4,7 +4,8 @@ An agent of the LMC-TS family (:class:`agents.lmcts.LMCTS`) owns the model, the 
 (:class:`agents.chains.langevin.Langevin`, :class:`agents.chains.metropolis.MALA`, ...) owns only the way the sample
 is drawn. Once per round the agent builds a :class:`ChainRound` and calls ``chain.sample(round, theta)``; the chain
 returns round ``t``'s sample and keeps its own state (acceptance counts, a velocity, a variational mean and variance),
-which the agent saves under ``chain.<key>`` (:meth:`Chain.state_dict`).
+which the agent saves under ``chain.<key>`` (:meth:`Chain.state_dict`). What the chain samples from, the potential, is
+the agent's model alone (:class:`ModelPotential`) or the model plus a term (:class:`agents.models.feelgood.FeelGood`).
 """
 
 from __future__ import annotations
@@ -98,3 +99,29 @@ class Chain:
         """Restore :meth:`state_dict`'s entries."""
         for key, value in state.items():
             setattr(self, key, value)
+
+
+class ModelPotential:
+    """The potential of plain LMC-TS: the model's loss ``L_t`` alone. A potential with a term
+    (:class:`agents.models.feelgood.FeelGood`) answers the same calls.
+
+    Args:
+        model: The reward model.
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def observe(self, features: torch.Tensor) -> None:
+        """Nothing: the model learns the round itself (a term keeps the round's arm set ``(R, K, p)``)."""
+
+    def current(self) -> Any:
+        """What round ``t``'s chain samples from: the model."""
+        return self.model
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """No state beyond the model's: ``{}``."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Nothing to restore."""

@@ -6,6 +6,8 @@ A model keeps its data and defines a loss and its gradient; the agents sample, f
 * :mod:`agents.models.mlp`: the paper's MLP and a user's own ``nn.Module``.
 * :mod:`agents.models.blocks`: one-hot-block rows for the MLP's block-aware first layer.
 * :mod:`agents.models.noise`: the reward noise estimated from the data.
+* :mod:`agents.models.feelgood`: FG-TS's feel-good term as a term of the potential.
+* :mod:`agents.models.settings`: which LMC-TS settings a kind of model takes, and the defaults they fall back on.
 """
 
 from agents.models.blocks import BlockRows

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from agents.models.reward import LinearModel, LogisticModel, RewardModel
+from agents.validation import check_float, check_int
 
 
 class _ArmSets:
@@ -128,9 +129,34 @@ class FeelGood:
         self.own_batches = own_batches
         self.batch_size = None if own_batches else batch_size
 
+    @classmethod
+    def for_agent(cls, agent: Any, lambda_fg: Any, cap: Any, batch_size: Any) -> FeelGood:
+        """The term of an LMC-TS agent (:class:`agents.samplers.FGLMCTS`) on its model, its arm sets stored in the
+        model's features: ``lambda_fg >= 0`` (a number or one per replica), ``cap`` ``b``, and ``batch_size`` (an
+        int >= 1 or None), each checked and recorded as the agent's hyperparameter."""
+        lambda_fg = agent._hyperparameter("lambda_fg", lambda_fg, minimum=0)  # (R,)
+        cap = check_float("feel_good_cap", cap)
+        batch_size = None if batch_size is None else check_int("feel_good_batch_size", batch_size)
+        agent._hyperparameters.update(feel_good_cap=cap, feel_good_batch_size=batch_size)
+        contexts = _ArmSets(agent.num_replicas, agent.n_arms, agent.model_dim, agent.device)
+        return cls(agent.model, contexts, lambda_fg, cap, own_batches=agent.batch_size is not None,
+                   batch_size=batch_size)
+
+    def observe(self, features: torch.Tensor) -> None:
+        """Keep a round's arm set ``(R, K, p)``, in the model's features."""
+        self.contexts.append(features)
+
     def current(self) -> FeelGood | RewardModel:
         """This potential, or the model alone while the term is zero (no round yet, or every ``lambda_fg = 0``)."""
         return self if len(self.contexts) > 0 and bool((self.lambda_fg > 0).any()) else self.model
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The term's arm sets (:meth:`_ArmSets.state_dict`; the model's state is the agent's to save)."""
+        return self.contexts.state_dict()
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore :meth:`state_dict`'s arm sets."""
+        self.contexts.load_state_dict(state)
 
     def _model_batch(self, batch: torch.Tensor | None) -> torch.Tensor | None:
         return batch if self.own_batches else None

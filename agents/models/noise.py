@@ -4,8 +4,8 @@ A posterior over a network's weights is ``exp(-L_t / (2 sigma^2))`` for the squa
 of variance ``sigma^2``. A number fixed for ``sigma`` therefore fits one reward scale: tuned on the quadratic bandit
 (``sigma = 1``), it explores for ever on 0/1 rewards, whose noise given the features is far smaller. The
 estimate here makes the neural agents' exploration scale-free: neural LMC-TS's temperature
-``beta_t = 1 / (2 sigma_t^2)`` (:class:`agents.lmcts.LMCTS`) and the width of NeuralUCB, NeuralTS and
-Neural-LinUCB (``sigma_t`` times the width at ``sigma = 1``; :mod:`agents.neural`).
+``beta_t = 1 / (2 sigma_t^2)`` (:class:`agents.chains.temperature.AdaptiveTemperature`) and the width of NeuralUCB,
+NeuralTS and Neural-LinUCB (``sigma_t`` times the width at ``sigma = 1``; :mod:`agents.neural`).
 
 ``sigma_t^2`` is the squared error of the model that played each round on that round's reward, before learning
 from it (a prequential, out-of-sample error), averaged with round ``s`` weighing ``s^2`` (so the errors of the first
@@ -61,7 +61,3 @@ class NoiseEstimate:
         device = self.weight.device
         self.squared_error = state["squared_error"].to(device)
         self.weight = state["error_count"].to(device)
-
-    # The names agents/lmcts.py still calls; they go when it calls state_dict / load_state_dict.
-    state = state_dict
-    load_state = load_state_dict

@@ -35,9 +35,6 @@ class RewardModel(ABC):
 
     #: Whether :meth:`gradient` accepts mini-batch indices (otherwise full batch only).
     supports_minibatch = False
-    #: LMC-TS defaults for this model: ``eta_0`` and ``beta`` (see ``docs/agents.md``).
-    default_step_size: float
-    default_inverse_temperature: float
 
     def __init__(self, num_replicas: int, dim: int, lambda_reg: torch.Tensor, device: torch.device) -> None:
         self.num_replicas, self.dim, self.device = num_replicas, dim, device
@@ -122,9 +119,6 @@ class LinearModel(RewardModel):
     ``lambda`` for every coordinate until :meth:`set_penalty` changes it (LMC-TS's ``scale_features``:
     ``P = lambda D``, ``D`` the features' mean squares).
     """
-
-    default_step_size = 0.3
-    default_inverse_temperature = 10.0
 
     def __init__(self, num_replicas: int, dim: int, lambda_reg: torch.Tensor, device: torch.device) -> None:
         super().__init__(num_replicas, dim, lambda_reg, device)
@@ -236,9 +230,6 @@ class LogisticModel(HistoryModel):
     mini-batches of rows (:class:`HistoryModel`).
     """
 
-    default_step_size = 0.9
-    default_inverse_temperature = 30.0
-
     def scores(self, params: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
         return linear_scores(contexts, params)  # (R, K): logits, monotone in the mean reward
 
@@ -286,12 +277,20 @@ def load_prefixed_state(prefix: str, component: Any, state: dict[str, torch.Tens
                                if key.startswith(start)})
 
 
-def agent_state(theta: torch.Tensor, model: RewardModel) -> dict[str, torch.Tensor]:
-    """What an agent with parameters ``theta`` and a reward model saves: ``theta`` and ``model.*``."""
-    return {"theta": theta, **prefixed_state("model", model)}
+def agent_state(theta: torch.Tensor, model: RewardModel,
+                parts: dict[str, Any] | None = None) -> dict[str, torch.Tensor]:
+    """What an agent with parameters ``theta`` and a reward model saves: ``theta``, ``model.*``, and each of its other
+    ``parts``' state under the part's prefix (``{"chain": chain, ...}``; :func:`prefixed_state`)."""
+    state = {"theta": theta, **prefixed_state("model", model)}
+    for prefix, part in (parts or {}).items():
+        state.update(prefixed_state(prefix, part))
+    return state
 
 
-def load_agent_state(model: RewardModel, state: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Load :func:`agent_state`'s ``model.*`` entries into ``model``; return the saved ``theta``."""
-    load_prefixed_state("model", model, state)
+def load_agent_state(model: RewardModel, state: dict[str, torch.Tensor],
+                     parts: dict[str, Any] | None = None) -> torch.Tensor:
+    """Load :func:`agent_state`'s ``model.*`` entries into ``model`` and each part's into that part; return the saved
+    ``theta``."""
+    for prefix, component in {"model": model, **(parts or {})}.items():
+        load_prefixed_state(prefix, component, state)
     return state["theta"]

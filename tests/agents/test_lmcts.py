@@ -12,7 +12,7 @@ import agents.chains.langevin
 import bandit_gym  # noqa: F401  (registers the envs)
 from agents import LMCTS, DivergenceError
 from agents.chains.langevin import langevin_steps, minibatch_stiffness
-from agents.lmcts import paper_inverse_temperature
+from agents.chains.temperature import AdaptiveTemperature, FixedTemperature, paper_inverse_temperature
 from agents.models.reward import LinearModel, LogisticModel
 
 CPU = torch.device("cpu")
@@ -158,7 +158,8 @@ def test_auto_temperature_is_one_over_twice_the_prequential_squared_error(reward
     its reward before learning it; the loss's ridge becomes ``lambda 0.5 / beta`` (the prior stays put).
     Float32 sums of the same numbers in the same order: equal to rounding (rtol 1e-5)."""
     agent = LMCTS(n_arms=5, dim=3, num_replicas=3, model="mlp", model_kwargs={"hidden": (8,)}, seed=0)
-    assert agent.hyperparameters()["inverse_temperature"] == "auto" and agent.adaptive_temperature
+    assert agent.hyperparameters()["inverse_temperature"] == "auto"
+    assert isinstance(agent.temperature, AdaptiveTemperature)
     torch.testing.assert_close(agent.inverse_temperature, torch.full((3,), 0.5))  # the prior's sigma_0 = 1
     errors = torch.stack(_played_errors(agent, 30, reward_scale))  # (30, R)
     weights = torch.arange(1.0, 31.0)[:, None] ** 2  # round s weighs s^2
@@ -183,12 +184,12 @@ def test_auto_temperature_survives_save_and_load_and_a_number_stays_fixed(tmp_pa
     _played_errors(agent, 10, 1.0)
     agent.save(tmp_path / "agent.zip")
     loaded = LMCTS.load(tmp_path / "agent.zip")
-    assert loaded.adaptive_temperature
+    assert isinstance(loaded.temperature, AdaptiveTemperature)
     torch.testing.assert_close(loaded.inverse_temperature, agent.inverse_temperature, rtol=0, atol=0)
     fixed = LMCTS(n_arms=5, dim=3, num_replicas=2, model="mlp", model_kwargs={"hidden": (8,)}, seed=1,
                   inverse_temperature=[0.5, 32.0])
     _played_errors(fixed, 10, 1.0)
-    assert not fixed.adaptive_temperature and fixed.inverse_temperature.tolist() == [0.5, 32.0]
+    assert isinstance(fixed.temperature, FixedTemperature) and fixed.inverse_temperature.tolist() == [0.5, 32.0]
 
 
 def _mlp_agent_with_data(n_rows: int, n_rare: int = 0, num_replicas: int = 1, hidden: tuple = (50,)) -> LMCTS:

@@ -173,12 +173,12 @@ def test_feel_good_closed_form_gradient_equals_autograd(model):
     agent = FGLMCTS(n_arms=5, dim=4, num_replicas=3, seed=0, device="cpu", model=model, lambda_fg=[0.5, 1.0, 2.0],
                     feel_good_cap=0.3, n_inner_steps=2, **({"batch_size": None} if model == "glm" else {}))
     feed(agent, contexts, actions, rewards)
-    fg = FeelGood(agent.model, agent.contexts, agent.lambda_fg, 0.3, own_batches=False, batch_size=None)
+    fg = FeelGood(agent.model, agent.potential.contexts, agent.lambda_fg, 0.3, own_batches=False, batch_size=None)
     theta = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
     with torch.enable_grad():
         p = theta.clone().requires_grad_()
         (expected,) = torch.autograd.grad(fg.feel_good(p).sum(), p)
-    best = torch.einsum("rnkd,rd->rnk", agent.contexts.rows(), theta).amax(dim=2)
+    best = torch.einsum("rnkd,rd->rnk", agent.potential.contexts.rows(), theta).amax(dim=2)
     assert bool((best < 0.3).any()) and bool((best > 0.3).any())
     torch.testing.assert_close(fg.feel_good_gradient(theta), expected, rtol=1e-5, atol=1e-5)
     batch = torch.tensor([[0, 3, 3], [1, 2, 11], [5, 5, 5]])
@@ -201,11 +201,11 @@ def test_feel_good_gradient_with_repeated_arm_sets_equals_autograd(model):
     agent = FGLMCTS(n_arms=5, dim=4, num_replicas=3, seed=0, device="cpu", model=model, lambda_fg=[0.5, 1.0, 2.0],
                     feel_good_cap=0.3, n_inner_steps=2, **({"batch_size": None} if model == "glm" else {}))
     feed(agent, contexts, actions, rewards)
-    assert agent.contexts.n_sets.tolist() == [1, 3, 12]
-    torch.testing.assert_close(agent.contexts.rows(), contexts.transpose(0, 1))
-    fg = FeelGood(agent.model, agent.contexts, agent.lambda_fg, 0.3, own_batches=False, batch_size=None)
+    assert agent.potential.contexts.n_sets.tolist() == [1, 3, 12]
+    torch.testing.assert_close(agent.potential.contexts.rows(), contexts.transpose(0, 1))
+    fg = FeelGood(agent.model, agent.potential.contexts, agent.lambda_fg, 0.3, own_batches=False, batch_size=None)
     theta = torch.randn(3, 4, generator=torch.Generator().manual_seed(1))
-    best = torch.einsum("rnkd,rd->rnk", agent.contexts.rows(), theta).amax(dim=2)
+    best = torch.einsum("rnkd,rd->rnk", agent.potential.contexts.rows(), theta).amax(dim=2)
     assert bool((best < 0.3).any()) and bool((best > 0.3).any())
     for batch in (None, torch.tensor([[0, 3, 3, 7], [1, 2, 11, 11], [5, 5, 5, 0]]), torch.tensor([[4] * 20] * 3)):
         with torch.enable_grad():
@@ -219,11 +219,12 @@ def test_fglmcts_fixed_arm_set_is_stored_once_and_saved(tmp_path):
     round's set, as before) and loaded, it finds the one set again and continues bit for bit."""
     env = make_vec("LinearBanditFixed-v0", 2, {"n_arms": 5, "dim": 4, "horizon": 30})
     agent = FGLMCTS(env, seed=3, device="cpu", n_inner_steps=5, lambda_fg=0.5).learn(env)
-    assert agent.contexts.n_sets.tolist() == [1, 1] and len(agent.contexts) == 30
+    assert agent.potential.contexts.n_sets.tolist() == [1, 1] and len(agent.potential.contexts) == 30
     agent.save(tmp_path / "agent.pt")
     loaded = FGLMCTS.load(tmp_path / "agent.pt", device="cpu")
-    assert loaded.contexts.n_sets.tolist() == [1, 1] and loaded.contexts.counts[:, 0].tolist() == [30, 30]
-    assert torch.equal(loaded.contexts.rows(), agent.contexts.rows())
+    sets = loaded.potential.contexts
+    assert sets.n_sets.tolist() == [1, 1] and sets.counts[:, 0].tolist() == [30, 30]
+    assert torch.equal(loaded.potential.contexts.rows(), agent.potential.contexts.rows())
     obs, _ = env.reset(seed=7)
     for _ in range(3):
         action = agent.predict(obs)[0]
