@@ -92,9 +92,9 @@ class RoundChunk:
 class BanditSimulator(ABC):
     """``R`` replicas of a contextual bandit, advanced in lockstep with tensor operations.
 
-    Rounds are computed a block of ``chunk_rounds`` rounds at a time (one generator call and a
-    few tensor operations per block instead of per round; the numbers never depend on the
-    block size, which may depend on ``R``). Subclasses draw what stays fixed for an episode in
+    Rounds are computed a chunk of ``chunk_rounds`` rounds at a time (one generator call and a
+    few tensor operations per chunk instead of per round; the numbers never depend on the
+    chunk size, which may depend on ``R``). Subclasses draw what stays fixed for an episode in
     :meth:`_new_episode` and define
     :meth:`_contexts`, :meth:`_mean_rewards` and :meth:`_sample_rewards`; those that define :meth:`_arm_rewards`
     too can draw rounds in chunks (:meth:`next_rounds`). A step scores the chosen arm by ``scored`` (regret
@@ -131,8 +131,8 @@ class BanditSimulator(ABC):
         """Draw what stays fixed for the episode (theta*, a fixed arm set, a row order) from ``self.keys``."""
 
     @abstractmethod
-    def _contexts(self, block: int) -> torch.Tensor:
-        """Arm features of rounds ``block B .. block B + B - 1`` (``B = chunk_rounds``), ``(R, B, K, d)`` float32,
+    def _contexts(self, chunk: int) -> torch.Tensor:
+        """Arm features of rounds ``chunk B .. chunk B + B - 1`` (``B = chunk_rounds``), ``(R, B, K, d)`` float32,
         in memory of their own (the observations handed out are views of it)."""
 
     @abstractmethod
@@ -159,47 +159,47 @@ class BanditSimulator(ABC):
         self._chunk_index = -1
         self._show_arms()
 
-    def _draw_chunk(self, block: int) -> tuple[torch.Tensor, ...]:
-        """Block ``block``'s arms ``(R, B, K, d)``, expected rewards ``(R, B, K)``, best values and first optimal
+    def _draw_chunk(self, chunk: int) -> tuple[torch.Tensor, ...]:
+        """Chunk ``chunk``'s arms ``(R, B, K, d)``, expected rewards ``(R, B, K)``, best values and first optimal
         arms ``(R, B)``, and what a step scores ``(R, B, K)``: here the expected rewards, the same tensor."""
-        contexts = self._contexts(block)  # (R, B, K, d)
+        contexts = self._contexts(chunk)  # (R, B, K, d)
         expected = self._mean_rewards(contexts)  # (R, B, K)
         return contexts, expected, *best_arms(expected), expected
 
     def _show_arms(self, drawn: tuple[torch.Tensor, ...] | None = None) -> None:
         """Round ``t``'s arms ``(R, K, d)``, expected rewards ``(R, K)``, best value and first optimal arm ``(R,)``
-        and scored values ``(R, K)``; ``drawn``: round ``t``'s block where the caller has drawn it already."""
-        block, row = divmod(self.t, self.chunk_rounds)
-        if block != self._chunk_index:
-            self._chunk = self._draw_chunk(block) if drawn is None else drawn
+        and scored values ``(R, K)``; ``drawn``: round ``t``'s chunk where the caller has drawn it already."""
+        index, row = divmod(self.t, self.chunk_rounds)
+        if index != self._chunk_index:
+            self._chunk = self._draw_chunk(index) if drawn is None else drawn
             rounds = zip(*(x.unbind(1) for x in _distinct(self._chunk)), strict=True)
-            # (contexts, expected, best, optimal, scored) per round; scored is expected's view where the block's is
+            # (contexts, expected, best, optimal, scored) per round; scored is expected's view where the chunk's is
             self._rounds = [r if len(r) == 5 else (*r, r[1]) for r in rounds]
-            self._chunk_index = block
+            self._chunk_index = index
         self.contexts, self.expected, self.best, self.optimal_action, self.scored = self._rounds[row]
 
     def next_rounds(self, n: int) -> RoundChunk:
         """Rounds ``t .. t + n - 1`` at once (the caller checks ``n``), then ``t + n``: the numbers of ``n`` steps.
 
-        The blocks of those rounds and of round ``t + n`` (the observation after) are drawn in order, each once,
-        the block in hand reused; the last one stays in hand for the rounds that follow. The chunk's tensors are
-        its own memory (writing into them changes nothing the simulator does).
+        The chunks of ``chunk_rounds`` rounds holding those rounds and round ``t + n`` (the observation after) are
+        drawn in order, each once, the chunk in hand reused; the last one stays in hand for the rounds that follow.
+        The returned chunk's tensors are its own memory (writing into them changes nothing the simulator does).
         """
         t, B = self.t, self.chunk_rounds
         first, last = t // B, (t + n) // B
-        blocks = [self._chunk if b == self._chunk_index else self._draw_chunk(b) for b in range(first, last + 1)]
-        parts = [_distinct(block) for block in blocks]
+        chunks = [self._chunk if i == self._chunk_index else self._draw_chunk(i) for i in range(first, last + 1)]
+        parts = [_distinct(drawn) for drawn in chunks]
         joined = parts[0] if len(parts) == 1 else [torch.cat(x, dim=1) for x in zip(*parts, strict=True)]
-        rows = slice(t - first * B, t - first * B + n)  # rounds t .. t + n - 1 of the joined blocks
+        rows = slice(t - first * B, t - first * B + n)  # rounds t .. t + n - 1 of the joined chunks
         drawn = [x[:, rows] for x in joined]  # (R, n, ...) contexts, expected, best, optimal (, scored)
         after = joined[0][:, t + n - first * B]  # (R, K, d) round t + n's arms
-        if len(blocks) == 1:  # views of the block in hand: copies, so that the chunk is the caller's
+        if len(chunks) == 1:  # views of the chunk in hand: copies, so that the returned chunk is the caller's
             drawn, after = [x.clone() for x in drawn], after.clone()
         contexts, expected, best, optimal, *scored = drawn
         scored = scored[0] if scored else expected  # (R, n, K)
         rewards = self._arm_rewards(scored, t)  # (R, n, K)
         self.t = t + n
-        self._show_arms(blocks[-1])
+        self._show_arms(chunks[-1])
         fields = (contexts, expected, best, optimal, scored, rewards)
         return RoundChunk(t, *(x.transpose(0, 1) for x in fields), after)
 
@@ -207,7 +207,7 @@ class BanditSimulator(ABC):
         """Round ``t`` as numpy arrays (CPU only), views of its tensors: arms ``(R, K, d)``, expected rewards
         ``(R, K)``, best value and first optimal arm ``(R,)``, scored values ``(R, K)``."""
         if _kernels.enabled() and self.device.type == "cpu":
-            return _kernels.round_arrays(self)  # the same arrays, views of the block kept with it
+            return _kernels.round_arrays(self)  # the same arrays, views of the chunk kept with it
         return tuple(x.numpy() for x in (self.contexts, self.expected, self.best, self.optimal_action, self.scored))
 
     def step(self, actions: torch.Tensor | int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -250,7 +250,7 @@ class BanditSimulator(ABC):
 
 
 def _distinct(drawn: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
-    """A block's tensors (:meth:`BanditSimulator._draw_chunk`) without ``scored`` where it is ``expected`` itself:
+    """A chunk's tensors (:meth:`BanditSimulator._draw_chunk`) without ``scored`` where it is ``expected`` itself:
     each tensor is sliced and copied once."""
     return drawn[:4] if drawn[4] is drawn[1] else drawn
 
@@ -443,7 +443,7 @@ class BanditEnv(gym.Env):
         return int(action)
 
     def _observation(self) -> tuple[np.ndarray, dict[str, Any]]:
-        """Round ``t``'s arms ``(K, d)`` (a view of the simulator's block) and its info."""
+        """Round ``t``'s arms ``(K, d)`` (a view of the simulator's chunk) and its info."""
         contexts, expected, _, optimal, _ = self.sim._round_arrays()
         return contexts[0], {"expected_rewards": expected[0].copy(),  # (K,) the caller's copy
                              "optimal_action": int(optimal[0])}

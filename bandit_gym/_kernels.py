@@ -19,7 +19,7 @@ Torch-level devices (the same numbers, bit for bit, fewer calls):
   (or a few replicas) draws several counters of its context stream per generator call (read when the env is
   built);
 * :func:`numpy_step` and :func:`round_arrays` (and :func:`chunk_draws_numpy`) for ``BanditSimulator.step`` with an
-  int on CPU and ``BanditSimulator._round_arrays``: the single env's round in numpy on views of the drawn block.
+  int on CPU and ``BanditSimulator._round_arrays``: the single env's round in numpy on views of the drawn chunk.
 
 All run on the calling thread, so they neither wait for torch's intra-op threads when another process holds a
 core nor hang in a forked child.
@@ -37,7 +37,7 @@ from bandit_gym._rng_kernels import enabled  # noqa: F401  (the one switch, read
 
 def unit_normal(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...], count: int = 1) -> torch.Tensor:
     """Compiled ``bandit_gym.synthetic._unit_normal_counters`` (CPU keys; within one float32 ulp of
-    :func:`bandit_gym.rng.unit_normal`): the blocks of counters ``counter .. counter + count - 1``, concatenated
+    :func:`bandit_gym.rng.unit_normal`): the draws of counters ``counter .. counter + count - 1``, concatenated
     along axis 1, ``(R, count * shape[0], *shape[1:])``, in one call of :func:`bandit_gym._rng_kernels.unit_normal`.
     """
     return _rng_kernels.unit_normal(keys, [rng._offset(stream, counter + i) for i in range(count)], shape)
@@ -83,16 +83,16 @@ def _best_arms(values, best, optimal):
 
 
 # -- the synthetic envs (bandit_gym.synthetic): fewer generator calls, the same numbers -------------------
-#: Features per replica that one call of the single env's (or a few replicas') generator draws: several blocks of
-#: the stream at once (8 at 50 x 20), so the per-call cost of the compiled draw and of the expected rewards is paid
-#: every 16 rounds, not every 2. The numbers do not depend on it: a block is a block of the stream however many are
-#: drawn together.
+#: Features per replica that one call of the single env's (or a few replicas') generator draws: the draws of
+#: several counters of the stream at once (8 at 50 x 20), so the per-call cost of the compiled draw and of the
+#: expected rewards is paid every 16 rounds, not every 2. The numbers do not depend on it: a counter's draws are
+#: the same however many are drawn together.
 CALL_FEATURES = 16384
 
 
 def draws_per_call(features: int) -> int:
     """``bandit_gym.synthetic._counters_per_call`` with the kernels on: several counters of a stream per generator
-    call where one counter's block has ``features`` features per replica-set (a single env or a few replicas)."""
+    call where a counter's draws are ``features`` features per replica-set (a single env or a few replicas)."""
     return max(1, CALL_FEATURES // features)
 
 
@@ -106,7 +106,7 @@ def per_counter(function, x: torch.Tensor, rounds: int) -> torch.Tensor:
 # -- the single env's round in numpy (bandit_gym._base.BanditSimulator.step with an int on CPU) --------------------
 def numpy_step(sim, action: int) -> tuple[np.ndarray, np.ndarray]:
     """``BanditSimulator.step(action)`` for an int on CPU where ``sim.numpy_rewards``: the chosen arm's scored
-    value, its regret and the random rewards in float32 numpy arithmetic on views of the drawn block (the same
+    value, its regret and the random rewards in float32 numpy arithmetic on views of the drawn chunk (the same
     numbers as torch's), ``(R,)`` numpy arrays each; then round ``t + 1``'s arms."""
     _, _, best, _, scored = sim._round_arrays()  # (R,), (R, K)
     chosen = scored[:, action]  # (R,)
@@ -118,9 +118,9 @@ def numpy_step(sim, action: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def round_arrays(sim) -> tuple:
-    """``BanditSimulator._round_arrays`` (CPU): round ``t``'s rows of numpy views of the drawn block, the views
-    made once per block (kept in ``sim._arrays``); those of ``sim.expected``, ``best``, ``optimal_action`` and
-    ``scored`` where they were set after the block was drawn (``bandit_gym.feedback.Drift`` sets them)."""
+    """``BanditSimulator._round_arrays`` (CPU): round ``t``'s rows of numpy views of the drawn chunk, the views
+    made once per chunk (kept in ``sim._arrays``); those of ``sim.expected``, ``best``, ``optimal_action`` and
+    ``scored`` where they were set after the chunk was drawn (``bandit_gym.feedback.Drift`` sets them)."""
     if sim._arrays is None or sim._arrays[0] is not sim._chunk:
         sim._arrays = (sim._chunk, tuple(x.numpy() for x in sim._chunk))
     row = sim.t % sim.chunk_rounds
@@ -133,11 +133,11 @@ def round_arrays(sim) -> tuple:
 
 
 def chunk_draws_numpy(draws: rng.ChunkDraws, keys: torch.Tensor, t: int) -> np.ndarray:
-    """``draws(keys, t).numpy()`` (CPU keys) as a view of the block's numpy array, kept with the block: the
+    """``draws(keys, t).numpy()`` (CPU keys) as a view of the chunk's numpy array, kept with the chunk: the
     reward draws of :func:`numpy_step`'s round (``bandit_gym.synthetic``'s ``_round_noise`` for numpy)."""
     cache = draws._cache
     if cache is None or cache[0] is not keys or cache[1] != t // draws.chunk_rounds or draws._cache_numpy is None \
             or draws._cache_numpy[0] is not cache[2]:
-        _rng_kernels.chunk_draws(draws, keys, t)  # the block in hand
+        _rng_kernels.chunk_draws(draws, keys, t)  # the chunk in hand
         draws._cache_numpy = (draws._cache[2], draws._cache[2].numpy())
     return draws._cache_numpy[1][:, t % draws.chunk_rounds]  # (R, *shape)

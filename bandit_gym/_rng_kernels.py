@@ -1,4 +1,4 @@
-"""The speed devices of :mod:`bandit_gym.rng`: the one compiled (numba) SplitMix64 and Box-Muller, and a block cache.
+"""The speed devices of :mod:`bandit_gym.rng`: the one compiled (numba) SplitMix64 and Box-Muller, and a chunk cache.
 
 :mod:`bandit_gym.rng` is the definition (plain torch, and what runs on CUDA); each of its functions that has a
 kernel decides in its first line (``if kernels.enabled() and ...: return kernels.x(...)``). This module imports
@@ -6,7 +6,7 @@ nothing of bandit_gym, so the definition may import it. ``BANDIT_GYM_KERNELS=0``
 at each call); ``tests/envs/test_kernels.py`` and ``tests/envs/test_rng_kernels.py`` compare each with its
 torch function.
 
-Kernels (each takes the block's start offset, ``rng``'s ``offset(stream, counter)``, from its caller):
+Kernels (each takes the counter's start offset, ``rng``'s ``offset(stream, counter)``, from its caller):
 
 * :func:`random_words` for :func:`bandit_gym.rng.random_words` (the same integers: the arithmetic is exact);
 * :func:`unit_normal` for :func:`bandit_gym.rng.unit_normal` of the synthetic envs' arm features (decided in
@@ -15,7 +15,7 @@ Kernels (each takes the block's start offset, ``rng``'s ``offset(stream, counter
 * :func:`normal` for :func:`bandit_gym.rng.approx_normal` (the agents' Langevin noise and posterior samples:
   float32 cosines and sines, within 1.5e-6 of :func:`bandit_gym.rng.normal`).
 
-and one torch-level device: :func:`chunk_draws` for :class:`bandit_gym.rng.ChunkDraws` (the block of draws kept
+and one torch-level device: :func:`chunk_draws` for :class:`bandit_gym.rng.ChunkDraws` (the chunk of draws kept
 in hand for its rounds; the same numbers). What each earns: ``benchmarks/speed_devices.py``
 (``benchmarks/results/speed_devices.md``).
 
@@ -47,15 +47,16 @@ def enabled() -> bool:
 
 
 def _starts(keys: torch.Tensor, offsets: list[int]) -> np.ndarray:
-    """Word 0 of each replica's block at each offset (signed int64 values), ``(R * len(offsets),)`` uint64,
-    replica-major: ``key + offset`` modulo ``2**64``."""
+    """Word 0 of each replica's draws at each offset (a counter's; signed int64 values), ``(R * len(offsets),)``
+    uint64, replica-major: ``key + offset`` modulo ``2**64``."""
     offsets_u64 = np.array([offset & MASK64 for offset in offsets], np.uint64)
     return (keys.numpy().view(np.uint64)[:, None] + offsets_u64).reshape(-1)
 
 
 @njit(nogil=True, cache=True)
 def _word(start, j):
-    """Word ``j`` of a block starting at ``start``: ``mix64(start + j golden)`` (:func:`bandit_gym.rng.mix64`)."""
+    """Word ``j`` of a counter's draws starting at ``start``: ``mix64(start + j golden)``
+    (:func:`bandit_gym.rng.mix64`)."""
     x = start + np.uint64(j) * _GOLDEN
     x = (x ^ (x >> np.uint64(30))) * _MUL1
     x = (x ^ (x >> np.uint64(27))) * _MUL2
@@ -70,7 +71,7 @@ def _words(start, out):
 
 
 def random_words(keys: torch.Tensor, offset: int, n: int) -> torch.Tensor:
-    """:func:`bandit_gym.rng.random_words` of the block at ``offset`` for CPU keys, ``(R, n)`` int64."""
+    """:func:`bandit_gym.rng.random_words` of the counter at ``offset`` for CPU keys, ``(R, n)`` int64."""
     out = np.empty((len(keys), n), np.uint64)
     _words(_starts(keys, [offset]), out)
     return torch.from_numpy(out.view(np.int64))
@@ -103,7 +104,7 @@ def _normal_rows(words, n, out):
 
 
 def normal(keys: torch.Tensor, offset: int, shape: tuple[int, ...]) -> torch.Tensor:
-    """Loop version of :func:`bandit_gym.rng.normal` of the block at ``offset``: the same words and formula, with
+    """Loop version of :func:`bandit_gym.rng.normal` of the counter at ``offset``: the same words and formula, with
     float32 cosines and sines (within 1.5e-6 of the torch draws, which round a float64 Box-Muller once). The words
     first, in a loop of their own (measured faster than hashing each word inside the trigonometry's loop)."""
     n = math.prod(shape)
@@ -119,24 +120,24 @@ def normal(keys: torch.Tensor, offset: int, shape: tuple[int, ...]) -> torch.Ten
 #: intra-op threads from a much smaller size than most operations (about 1,600 elements here; most operations
 #: from 32,768); 1,024 stay on the calling thread. (On one thread, the threading policy's default, one call takes
 #: them all: an element's sine is the same whatever the call's length.)
-_TORCH_CHUNK = 1024
+_TORCH_PIECE = 1024
 #: Words per pass of :func:`unit_normal` (a group of whole replicas, at least one): its float64 buffers stay in cache.
 _PASS_WORDS = 16384
 
 
 def unit_normal(keys: torch.Tensor, offsets: list[int], shape: tuple[int, ...]) -> torch.Tensor:
-    """:func:`bandit_gym.rng.unit_normal` of the blocks at ``offsets`` (one per counter) for CPU keys, concatenated
+    """:func:`bandit_gym.rng.unit_normal` of the counters at ``offsets`` (one offset each) for CPU keys, concatenated
     along axis 1: ``(R, len(offsets) * shape[0], *shape[1:])``.
 
     The loop's C library ``log``, ``cos`` and ``sin`` would not vectorise, so each pass over a group of replicas
     runs in three steps: the words' ``u1`` and angle (compiled), numpy's vectorised float64 ``log`` and torch's
     ``sin`` and ``cos`` in place, then the radius, the normals and their unit rows (compiled). All on the calling
-    thread (the torch calls too: chunks that torch keeps on it).
+    thread (the torch calls too: pieces that torch keeps on it).
     """
     n = math.prod(shape)
-    half = (n + 1) // 2  # words per block
-    start = _starts(keys, offsets)  # (R count,) word 0 of each block, hashed
-    R = len(start)  # a block of each replica and counter: rows of their own
+    half = (n + 1) // 2  # words per counter's draws
+    start = _starts(keys, offsets)  # (R count,) word 0 of each counter's draws, hashed
+    R = len(start)  # the draws of each replica and counter: rows of their own
     out = np.empty((R, n), np.float32)
     group = max(1, _PASS_WORDS // half)  # replicas per pass
     buffers = np.empty((3, min(group, R), half))
@@ -146,11 +147,11 @@ def unit_normal(keys: torch.Tensor, offsets: list[int], shape: tuple[int, ...]) 
         _box_muller_inputs(start[replicas], log_u1, sin)  # u1 and the angle
         np.log(log_u1, out=log_u1)
         cos[:] = sin  # the angle
-        chunk = cos.size if torch.get_num_threads() == 1 else _TORCH_CHUNK  # one call where no pool can be entered
-        for cos_chunk, sin_chunk in zip(torch.from_numpy(cos).view(-1).split(chunk),
-                                        torch.from_numpy(sin).view(-1).split(chunk), strict=True):
-            cos_chunk.cos_()
-            sin_chunk.sin_()
+        piece = cos.size if torch.get_num_threads() == 1 else _TORCH_PIECE  # one call where no pool can be entered
+        for cos_piece, sin_piece in zip(torch.from_numpy(cos).view(-1).split(piece),
+                                        torch.from_numpy(sin).view(-1).split(piece), strict=True):
+            cos_piece.cos_()
+            sin_piece.sin_()
         _unit_rows(log_u1, cos, sin, shape[-1], out[replicas])
     return torch.from_numpy(out).reshape(len(keys), len(offsets) * shape[0], *shape[1:])
 
@@ -184,11 +185,11 @@ def _unit_rows(log_u1, cos, sin, dim, out):
                 out[r, i] = np.float32(z[i] / norm)
 
 
-# -- rng.ChunkDraws: the block in hand ---------------------------------------------------------------------------
+# -- rng.ChunkDraws: the chunk in hand ---------------------------------------------------------------------------
 def chunk_draws(draws, keys: torch.Tensor, t: int) -> torch.Tensor:
-    """``rng.ChunkDraws.__call__`` (``draws(keys, t)``, ``(R, *shape)``) with the block in hand: block
+    """``rng.ChunkDraws.__call__`` (``draws(keys, t)``, ``(R, *shape)``) with the chunk in hand: chunk
     ``t // draws.chunk_rounds`` is drawn once (``draws.draw_chunk``) and kept in ``draws._cache`` for its other rounds
-    (with the switch off every round draws its block: the same rows)."""
+    (with the switch off every round draws its chunk: the same rows)."""
     index = t // draws.chunk_rounds
     if draws._cache is None or draws._cache[0] is not keys or draws._cache[1] != index:
         draws._cache = (keys, index, draws.draw_chunk(keys, index))

@@ -2,7 +2,7 @@
 every bandit-gym env and of the agents built on it.
 
 Every random number is a pure function of ``(replica key, stream, counter, index)``:
-word ``j`` of block ``(stream, counter)`` is ``mix64(key + offset(stream, counter) + j * golden)``
+word ``j`` of the counter's draws ``(stream, counter)`` is ``mix64(key + offset(stream, counter) + j * golden)``
 (SplitMix64 started at a pseudo-random point per replica, stream and counter). Nothing is
 carried from one draw to the next, so
 
@@ -128,12 +128,12 @@ def next_episode_key(keys: torch.Tensor) -> torch.Tensor:
 
 
 def _offset(stream: int, counter: int) -> int:
-    """Pseudo-random 64-bit start of block ``(stream, counter)``, as a signed int64 value."""
+    """Pseudo-random 64-bit start of the counter's draws ``(stream, counter)``, as a signed int64 value."""
     return _as_int64(_mix64_int(((int(stream) << 40) + counter) & _MASK64))
 
 
 def random_words(keys: torch.Tensor, stream: int, counter: int, n: int) -> torch.Tensor:
-    """``n`` random 64-bit words per replica of block ``(stream, counter)``: ``(R,)`` -> ``(R, n)`` int64.
+    """``n`` random 64-bit words per replica of the counter's draws ``(stream, counter)``: ``(R,)`` -> ``(R, n)`` int64.
 
     Word ``j`` is ``mix64(key + offset(stream, counter) + j golden)``. On CPU with compiled kernels on
     (``BANDIT_GYM_KERNELS``) a loop computes the same integers (``bandit_gym._rng_kernels.random_words``).

@@ -51,10 +51,10 @@ REGRET_KINDS = ("sampled", "expected")
 def one_hot_blocks(x: torch.Tensor, n_arms: int) -> torch.Tensor:
     """Contexts ``(R, B, d)`` as arm rows ``(R, B, K, K d)``: arm ``j`` holds ``x`` in block ``j``."""
     R, B, d = x.shape
-    blocks = x.new_zeros(R, B, n_arms, n_arms, d)  # (R, B, K, K, d)
+    arm_rows = x.new_zeros(R, B, n_arms, n_arms, d)  # (R, B, K, K, d)
     arms = torch.arange(n_arms, device=x.device)
-    blocks[:, :, arms, arms, :] = x[:, :, None, :]
-    return blocks.view(R, B, n_arms, n_arms * d)
+    arm_rows[:, :, arms, arms, :] = x[:, :, None, :]
+    return arm_rows.view(R, B, n_arms, n_arms * d)
 
 
 class ShowdownSimulator(BanditSimulator):
@@ -69,19 +69,19 @@ class ShowdownSimulator(BanditSimulator):
     derived = (*BanditSimulator.derived, "_drawn")
 
     @abstractmethod
-    def _draw_rows(self, block: int) -> tuple[torch.Tensor, ...]:
-        """Block ``block``'s arms ``(R, B, K, D)``, the arms' means and reward rows ``(R, B, K)``, the values regret
+    def _draw_rows(self, chunk: int) -> tuple[torch.Tensor, ...]:
+        """Chunk ``chunk``'s arms ``(R, B, K, D)``, the arms' means and reward rows ``(R, B, K)``, the values regret
         is scored against and the optimal arms ``(R, B)``."""
 
-    def _contexts(self, block: int) -> torch.Tensor:
-        contexts, *self._drawn = self._draw_rows(block)  # _drawn: means, rows (R, B, K), best, optimal (R, B)
+    def _contexts(self, chunk: int) -> torch.Tensor:
+        contexts, *self._drawn = self._draw_rows(chunk)  # _drawn: means, rows (R, B, K), best, optimal (R, B)
         return contexts
 
     def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
         return self._drawn[0]  # (R, B, K) the arms' means
 
-    def _draw_chunk(self, block: int) -> tuple[torch.Tensor, ...]:
-        contexts, means, _, _, _ = super()._draw_chunk(block)  # best and optimal: the Showdown's, not the means'
+    def _draw_chunk(self, chunk: int) -> tuple[torch.Tensor, ...]:
+        contexts, means, _, _, _ = super()._draw_chunk(chunk)  # best and optimal: the Showdown's, not the means'
         _, rows, best, optimal = self._drawn
         return contexts, means, best, optimal, rows  # a step scores the reward rows
 
@@ -157,9 +157,9 @@ class WheelBanditSimulator(ShowdownSimulator):
     def _new_episode(self) -> None:
         pass  # nothing is fixed for an episode: every round draws a new context and reward row
 
-    def _draw_rows(self, block: int) -> tuple[torch.Tensor, ...]:
+    def _draw_rows(self, chunk: int) -> tuple[torch.Tensor, ...]:
         B = self.chunk_rounds
-        u = rng.uniform(self.keys, Stream.CONTEXT, block, (B, 2))  # (R, B, 2)
+        u = rng.uniform(self.keys, Stream.CONTEXT, chunk, (B, 2))  # (R, B, 2)
         radius, angle = torch.sqrt(u[..., 0]), (2 * math.pi) * u[..., 1]  # (R, B)
         x = torch.stack((radius * torch.cos(angle), radius * torch.sin(angle)), dim=2)  # (R, B, 2)
         norm = torch.linalg.vector_norm(x, dim=2)  # (R, B)
@@ -171,7 +171,7 @@ class WheelBanditSimulator(ShowdownSimulator):
         stds = torch.full_like(means, self.base_std)  # (R, B, K)
         large = outer[..., None] & (torch.arange(self.n_arms, device=self.device) == quadrant[..., None])  # (R, B, K)
         means, stds = means.masked_fill(large, self.large_mean), stds.masked_fill(large, self.large_std)
-        rows = means + stds * rng.normal(self.keys, Stream.REWARD, block, (B, self.n_arms))  # (R, B, K)
+        rows = means + stds * rng.normal(self.keys, Stream.REWARD, chunk, (B, self.n_arms))  # (R, B, K)
         if self.centre_arm_first:  # the same draws, relabelled: the centre arm 0, the quadrants 1 to 4
             rows, means, optimal = rows.roll(1, dims=2), means.roll(1, dims=2), (optimal + 1) % self.n_arms
         best = _optimal_reward(rows, means, optimal, self.regret)  # (R, B)
@@ -222,12 +222,12 @@ class LinearShowdownSimulator(ShowdownSimulator):
             betas = betas * mask
         self.betas = betas / torch.linalg.vector_norm(betas, dim=1, keepdim=True)
 
-    def _draw_rows(self, block: int) -> tuple[torch.Tensor, ...]:
+    def _draw_rows(self, chunk: int) -> tuple[torch.Tensor, ...]:
         B, K = self.chunk_rounds, self.n_arms
-        x = rng.normal(self.keys, Stream.CONTEXT, block, (B, self.context_dim))  # (R, B, d)
+        x = rng.normal(self.keys, Stream.CONTEXT, chunk, (B, self.context_dim))  # (R, B, d)
         means = x @ self.betas  # (R, B, K)
         stds = torch.tensor(self.noise_stds, dtype=torch.float32, device=self.device)  # (K,)
-        rows = means + stds * rng.normal(self.keys, Stream.REWARD, block, (B, K))  # (R, B, K)
+        rows = means + stds * rng.normal(self.keys, Stream.REWARD, chunk, (B, K))  # (R, B, K)
         optimal = means.argmax(dim=2)  # (R, B) the arm of the highest mean (the code's opt_actions)
         return one_hot_blocks(x, K), means, rows, _optimal_reward(rows, means, optimal, self.regret), optimal
 

@@ -19,8 +19,8 @@ from bandit_gym.validation import check_bool, check_float, check_int, check_memo
 
 #: The paper's text gives the noise variance sigma^2 = 0.5 (its reference code uses std 0.5).
 PAPER_NOISE_STD = math.sqrt(0.5)
-#: Changing arm sets are drawn a block of rounds per generator call, about this many features per
-#: replica (2 rounds at the paper's 50 x 20). The block size is part of the stream's definition, so it
+#: Changing arm sets: a counter's draws of the context stream hold whole rounds' arms, about this many features
+#: per replica (2 rounds at the paper's 50 x 20). Their size is part of the stream's definition, so it
 #: depends on the shape only, never on the number of replicas. 2048 normals come from 1024 words:
 #: torch runs its float64 cos and sin on that many elements on one thread (on more, on its intra-op
 #: threads), so a single env's torch path (BANDIT_GYM_KERNELS=0) never waits on the thread pool.
@@ -82,11 +82,11 @@ class SyntheticBanditSimulator(BanditSimulator):
         self._noise = rng.ChunkDraws(self._noise_kind, Stream.REWARD, (), chunk_rounds=256,
                                      scale=self.noise_std if self._noise_kind == "normal" else None)
 
-    def _contexts(self, block: int) -> torch.Tensor:
+    def _contexts(self, chunk: int) -> torch.Tensor:
         shape = (self.chunk_rounds, self.n_arms, self.dim)
         if not self.changing_arms:
             return self.fixed_arms[:, None].expand(self.num_replicas, *shape).clone()  # (R, B, K, d)
-        first, count = block * self.counters_per_chunk, self.counters_per_chunk  # counters of the CONTEXT stream
+        first, count = chunk * self.counters_per_chunk, self.counters_per_chunk  # counters of the CONTEXT stream
         return _unit_normal_counters(self.keys, Stream.CONTEXT, first, (self.draw_rounds, *shape[1:]), count)
 
     def _scores(self, contexts: torch.Tensor) -> torch.Tensor:
@@ -112,18 +112,19 @@ class SyntheticBanditSimulator(BanditSimulator):
 
 
 def _unit_normal_counters(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...],
-                        count: int = 1) -> torch.Tensor:
+                          count: int = 1) -> torch.Tensor:
     """:func:`bandit_gym.rng.unit_normal` of counters ``counter .. counter + count - 1``, concatenated along axis 1:
-    ``(R, count * shape[0], *shape[1:])`` (a block is a pure function of key, stream and counter)."""
+    ``(R, count * shape[0], *shape[1:])`` (a counter's draws are a pure function of key, stream and counter)."""
     if _kernels.enabled() and keys.device.type == "cpu":
         return _kernels.unit_normal(keys, stream, counter, shape, count)  # compiled, within one float32 ulp
-    blocks = [rng.unit_normal(keys, stream, counter + i, shape) for i in range(count)]
-    return blocks[0] if count == 1 else torch.cat(blocks, dim=1)
+    draws = [rng.unit_normal(keys, stream, counter + i, shape) for i in range(count)]
+    return draws[0] if count == 1 else torch.cat(draws, dim=1)
 
 
 def _counters_per_call(features: int) -> int:
-    """Counters of the context stream drawn per generator call where one counter's block has ``features`` features
-    (all replicas): 1, the definition (read when the env is built; a block is a block whatever is drawn with it)."""
+    """Counters of the context stream drawn per generator call where a counter's draws are ``features`` features
+    (all replicas): 1, the definition (read when the env is built; a counter's draws are the same whatever is drawn
+    with them)."""
     if _kernels.enabled():
         return _kernels.draws_per_call(features)  # several for a single env or a few replicas: the same numbers
     return 1

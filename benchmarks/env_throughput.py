@@ -90,7 +90,7 @@ def batched_row(num: int, device: torch.device, seconds: float, repeats: int, sy
         sync_env.reset(seed=0)
         sync_step = best_seconds_per_call(lambda: sync_env.step(np.zeros(num, dtype=np.int64)), seconds, repeats)
         sync_text = f"{num / sync_step:,.0f}"
-    # The floor: the env's own draw of a block of arm sets (one generator call per block), per round.
+    # The floor: the env's own draw of a chunk of arm sets (one generator call per chunk), per round.
     sim = venv.unwrapped.sim
     keys, shape, count = sim.keys, (sim.draw_rounds, sim.n_arms, sim.dim), sim.counters_per_chunk
     counter = iter(range(0, 10**9, count))

@@ -96,7 +96,7 @@ def best_per_call(context: Callable, call: Callable, seconds: float) -> float:
 def compare(case: Case, seconds: float, repeats: int) -> tuple[float, float]:
     """Best seconds per call with the device and without, timed alternately."""
     sides = case.make()
-    for context, call in sides:  # warm up: compiled kernels, caches, the first blocks
+    for context, call in sides:  # warm up: compiled kernels, caches, the first chunks
         best_per_call(context, call, seconds / 10)
     best = [float("inf"), float("inf")]
     for _ in range(repeats):
@@ -181,7 +181,7 @@ def scores_of(replicas: int, chunk_rounds: int) -> Callable[[], None]:
 
 
 def chunk_rounds(on: bool) -> tuple[Callable, Callable]:
-    """256 rounds of a single env's reward draws (``rng.ChunkDraws``, 256 a block), the kernels on or off."""
+    """256 rounds of a single env's reward draws (``rng.ChunkDraws``, 256 a chunk), the kernels on or off."""
     draws, key = rng.ChunkDraws("normal", Stream.REWARD, (), chunk_rounds=256, scale=0.7), KEYS[1]
     return lambda: kernels(on), lambda: [draws(key, t) for t in range(256)]
 
@@ -261,20 +261,20 @@ CASES = [
          "LMC-TS's Langevin noise, R = 10, (100 steps, d = 20)", False,
          lambda k=KEYS[10]: switch(lambda: rng.approx_normal(k, Stream.SAMPLE, 3, (100, 20)))),
     Case("chunk_draws", "bandit_gym/_rng_kernels.py:chunk_draws", "bandit_gym.rng.ChunkDraws.__call__",
-         "256 rounds of a single env's reward draws (block 256)", True,
+         "256 rounds of a single env's reward draws (chunk 256)", True,
          lambda: (chunk_rounds(True), chunk_rounds(False))),
     Case("unit_normal-single", "bandit_gym/_kernels.py:unit_normal", "synthetic._unit_normal_counters",
-         "a single env's arm block: 8 counters of (2, 50, 20)", False,
+         "a single env's arm chunk: 8 counters of (2, 50, 20)", False,
          lambda k=KEYS[1]: switch(lambda: synthetic._unit_normal_counters(k, Stream.CONTEXT, 0, (2, 50, 20), 8))),
     Case("unit_normal-batched", "bandit_gym/_kernels.py:unit_normal", "synthetic._unit_normal_counters",
          "R = 100: one counter of (2, 50, 20)", False,
          lambda k=KEYS[100]: switch(lambda: synthetic._unit_normal_counters(k, Stream.CONTEXT, 0, (2, 50, 20)))),
     Case("linear_scores-single", "bandit_gym/_kernels.py:linear_scores", "SyntheticBanditSimulator._scores",
-         "x . theta* of a single env's block (1, 16, 50, 20)", False, lambda: switch(scores_of(1, 16))),
+         "x . theta* of a single env's chunk (1, 16, 50, 20)", False, lambda: switch(scores_of(1, 16))),
     Case("linear_scores-batched", "bandit_gym/_kernels.py:linear_scores", "SyntheticBanditSimulator._scores",
          "x . theta* of R = 100, (100, 2, 50, 20)", False, lambda: switch(scores_of(100, 2))),
     Case("best_arms-single", "bandit_gym/_kernels.py:best_arms", "bandit_gym._base.best_arms",
-         "a single env's block (1, 16, 50)", True, lambda x=EXPECTED[1]: switch(lambda: _base.best_arms(x))),
+         "a single env's chunk (1, 16, 50)", True, lambda x=EXPECTED[1]: switch(lambda: _base.best_arms(x))),
     Case("best_arms-batched", "bandit_gym/_kernels.py:best_arms", "bandit_gym._base.best_arms",
          "R = 100, (100, 2, 50)", True, lambda x=EXPECTED[100]: switch(lambda: _base.best_arms(x))),
     Case("best_arms-1000", "bandit_gym/_kernels.py:best_arms", "bandit_gym._base.best_arms",

@@ -172,8 +172,8 @@ def read_table(
 def _check_md5(path: Path, expected: str) -> None:
     digest = hashlib.md5()
     with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
+        for piece in iter(lambda: fh.read(1 << 22), b""):
+            digest.update(piece)
     if digest.hexdigest() != expected:
         raise DatasetFileError(
             f"{path}: md5 {digest.hexdigest()} differs from the description's {expected} "

@@ -127,7 +127,7 @@ class DatasetBanditSimulator(BanditSimulator):
     def _check_size(self, title: str) -> None:
         """Refuse an observation above :data:`MAX_OBSERVATION_BYTES`, and an env this machine cannot hold."""
         observation = self.n_arms * self.dim * 4  # bytes of one (K, K d) float32 observation
-        total = observation * (self.num_replicas * (self.chunk_rounds + 2) + 2)  # blocks, batched and single bounds
+        total = observation * (self.num_replicas * (self.chunk_rounds + 2) + 2)  # the chunk, batched and single bounds
         what = f"{self.num_replicas} replica(s) of {title} ({self.n_arms} arms x dim {self.dim})"
         if observation > MAX_OBSERVATION_BYTES:
             raise MemoryError(
@@ -162,20 +162,21 @@ class DatasetBanditSimulator(BanditSimulator):
             order = rng.permutation(self.keys, Stream.CONTEXT, self.n_pool)[:, : self.horizon]  # (R, T)
         self.rows = order if self.pool is None else self.pool[order]
 
-    def _contexts(self, block: int) -> torch.Tensor:
-        with policy():  # CIFAR10's blocks are large enough for torch's threads
-            return self._one_hot_blocks(block)
+    def _contexts(self, chunk: int) -> torch.Tensor:
+        with policy():  # CIFAR10's chunks of one-hot-block arms are large enough for torch's threads
+            return self._one_hot_blocks(chunk)
 
-    def _one_hot_blocks(self, block: int) -> torch.Tensor:
+    def _one_hot_blocks(self, chunk: int) -> torch.Tensor:
         B, K, d = self.chunk_rounds, self.n_arms, self.feature_dim
         # Round T (observed, never played) wraps to the first row.
-        rounds = torch.arange(block * B, (block + 1) * B, device=self.device) % self.horizon  # (B,)
+        rounds = torch.arange(chunk * B, (chunk + 1) * B, device=self.device) % self.horizon  # (B,)
         rows = self.rows[:, rounds]  # (R, B)
         self._labels_now = self.labels[rows]  # (R, B)
-        blocks = torch.zeros(self.num_replicas, B, K, K, d, dtype=torch.float32, device=self.device)  # (R, B, K, K, d)
+        arm_rows = torch.zeros(self.num_replicas, B, K, K, d, dtype=torch.float32,
+                               device=self.device)  # (R, B, K, K, d)
         arms = torch.arange(K, device=self.device)
-        blocks[:, :, arms, arms, :] = self.features[rows][:, :, None, :]  # block j of arm j holds the example
-        return blocks.view(self.num_replicas, B, K, K * d)  # (R, B, K, K d)
+        arm_rows[:, :, arms, arms, :] = self.features[rows][:, :, None, :]  # block j of arm j holds the example
+        return arm_rows.view(self.num_replicas, B, K, K * d)  # (R, B, K, K d)
 
     def _mean_rewards(self, contexts: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.one_hot(self._labels_now, self.n_arms).to(torch.float32)  # (R, B, K)

@@ -67,22 +67,22 @@ def mushroom_contexts(features: np.ndarray, names: tuple[str, ...]) -> tuple[np.
     ``pandas.get_dummies`` of the UCI file gives it: ``(N, 117)`` from the loader's ``"onehot"`` encoding.
 
     Args:
-        features: The ``encoding="onehot"``, ``scaling="none"`` features ``(N, D)`` (0/1; a missing value: a
-            block of zeros).
+        features: The ``encoding="onehot"``, ``scaling="none"`` features ``(N, D)`` (0/1; a missing value:
+            columns of zeros).
         names: Their ``attribute=value`` names.
     """
     columns, out_names = [], []
     attributes = list(dict.fromkeys(name.split("=")[0] for name in names))
     for attribute in attributes:
-        block = [j for j, name in enumerate(names) if name.split("=")[0] == attribute]
-        values = features[:, block]  # (N, b)
+        attribute_columns = [j for j, name in enumerate(names) if name.split("=")[0] == attribute]
+        values = features[:, attribute_columns]  # (N, b)
         missing = values.sum(axis=1) == 0  # (N,)
         if missing.any():  # '?' sorts first, as get_dummies orders the values
             columns.append(missing[:, None].astype(np.float32))
             out_names.append(f"{attribute}=?")
         held = values.any(axis=0)  # (b,) values no row holds get no column
         columns.append(values[:, held])
-        out_names.extend(names[j] for j, keep in zip(block, held, strict=True) if keep)
+        out_names.extend(names[j] for j, keep in zip(attribute_columns, held, strict=True) if keep)
     return np.concatenate(columns, axis=1), tuple(out_names)
 
 
@@ -146,11 +146,11 @@ class MushroomShowdownSimulator(ShowdownSimulator):
     def _new_episode(self) -> None:
         pass  # every round draws its row and coin
 
-    def _draw_rows(self, block: int) -> tuple[torch.Tensor, ...]:
+    def _draw_rows(self, chunk: int) -> tuple[torch.Tensor, ...]:
         B = self.chunk_rounds
-        rows = torch.remainder(rng.random_words(self.keys, Stream.CONTEXT, block, B), len(self.features))  # (R, B)
+        rows = torch.remainder(rng.random_words(self.keys, Stream.CONTEXT, chunk, B), len(self.features))  # (R, B)
         edible = self.edible[rows]  # (R, B)
-        harmed = rng.uniform(self.keys, Stream.REWARD, block, (B,)) < self.prob_poisonous_bad  # (R, B) the coin
+        harmed = rng.uniform(self.keys, Stream.REWARD, chunk, (B,)) < self.prob_poisonous_bad  # (R, B) the coin
         poisonous = torch.where(harmed, self.reward_poisonous_bad, self.reward_poisonous_good)  # (R, B)
         eat = torch.where(edible, self.reward_edible, poisonous)  # (R, B)
         expected_poisonous = (self.prob_poisonous_bad * self.reward_poisonous_bad
@@ -190,10 +190,10 @@ class ShowdownClassificationSimulator(DatasetBanditSimulator):
             self._centre = x.mean(dim=1, keepdim=True)  # (R, 1, d)
             self._scale = torch.where(std > 0, std, torch.ones_like(std))
 
-    def _contexts(self, block: int) -> torch.Tensor:
+    def _contexts(self, chunk: int) -> torch.Tensor:
         B = self.chunk_rounds
         # Round T (observed, never played) wraps to the first row.
-        rounds = torch.arange(block * B, (block + 1) * B, device=self.device) % self.horizon  # (B,)
+        rounds = torch.arange(chunk * B, (chunk + 1) * B, device=self.device) % self.horizon  # (B,)
         rows = self.rows[:, rounds]  # (R, B)
         self._labels_now = self.labels[rows]  # (R, B)
         x = ((self.features[rows].double() - self._centre) / self._scale).float()  # (R, B, d)

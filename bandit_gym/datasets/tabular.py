@@ -169,20 +169,20 @@ def preprocess(
 
 def _encode(table: Table, encoding: str) -> tuple[np.ndarray, list[str]]:
     """Numeric columns as they are (missing: the column mean); nominal ones encoded (missing: see preprocess)."""
-    blocks, names = [], []
+    columns, names = [], []
     for name, values, categories in zip(table.feature_names, table.columns, table.categories, strict=True):
         if categories is None:
             observed = values[~np.isnan(values)]
             fill = observed.mean() if observed.size else 0.0
-            blocks.append(np.where(np.isnan(values), fill, values)[:, None])
+            columns.append(np.where(np.isnan(values), fill, values)[:, None])
             names.append(name)
         elif encoding == "ordinal":
-            blocks.append(np.where(values < 0, len(categories), values).astype(np.float64)[:, None])
+            columns.append(np.where(values < 0, len(categories), values).astype(np.float64)[:, None])
             names.append(name)
         else:
-            blocks.append((values[:, None] == np.arange(len(categories))[None, :]).astype(np.float64))
+            columns.append((values[:, None] == np.arange(len(categories))[None, :]).astype(np.float64))
             names.extend(f"{name}={c}" for c in categories)
-    return np.concatenate(blocks, axis=1), names  # (N, d)
+    return np.concatenate(columns, axis=1), names  # (N, d)
 
 
 #: Rows (``"l2"``) or columns (``"standardize"``) whose largest ``|value|`` is outside ``[1/_SAFE, _SAFE]``

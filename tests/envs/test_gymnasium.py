@@ -61,7 +61,7 @@ def test_seeded_rollout_is_deterministic(make_env, env_id):
 def test_env_pickled_mid_episode_continues_the_same(make_env, env_id):
     env = make_env(env_id)
     env.reset(seed=5)
-    for t in range(11):  # mid-block for the synthetic envs (8-round blocks at most)
+    for t in range(11):  # mid-chunk for the synthetic envs (8-round chunks at most)
         env.step(t % env.action_space.n)
     clone = pickle.loads(pickle.dumps(env))
     assert_equal_rollouts(play(env, 20), play(clone, 20))

@@ -47,8 +47,8 @@ def test_best_arms_kernel_matches_torch_max_and_keeps_the_first_of_tied_arms():
 
 @pytest.mark.parametrize("kernels", ["1", "0"], ids=["kernels-on", "kernels-off"])
 def test_unit_normal_blocks_of_several_counters_are_their_blocks_concatenated(monkeypatch, kernels):
-    # One call drawing counters 4..6 (what a single env does to pay the call's cost once per 3 blocks) must give
-    # exactly the three one-counter calls' numbers: a block is a pure function of (key, stream, counter).
+    # One call drawing counters 4..6 (what a single env does to pay the call's cost once per 3 counters) must give
+    # exactly the three one-counter calls' numbers: a counter's draws are a pure function of (key, stream, counter).
     monkeypatch.setenv("BANDIT_GYM_KERNELS", kernels)
     keys = rng.seed_to_key(range(3))
     got = _unit_normal_counters(keys, Stream.CONTEXT, 4, (2, 7, 5), count=3)
@@ -98,7 +98,7 @@ def test_counters_per_call_is_one_with_kernels_off(monkeypatch):
 def test_numpy_step_gives_the_torch_steps_numbers_bit_for_bit(monkeypatch, env_id):
     # The single env's numpy round (an int on CPU, kernels on) against the torch step of a twin simulator (an
     # action tensor: the torch lines, the same draws): rewards, regret and the round's arrays are the same bits,
-    # across blocks of the arms (chunk_rounds) and of the reward draws (256 rounds).
+    # across chunks of the arms (chunk_rounds) and of the reward draws (256 rounds).
     monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
     numpy_sim, torch_sim = (gym.make(env_id, n_arms=5, dim=3, horizon=600).unwrapped.sim for _ in range(2))
     for sim in (numpy_sim, torch_sim):
@@ -117,7 +117,7 @@ def test_numpy_step_gives_the_torch_steps_numbers_bit_for_bit(monkeypatch, env_i
 
 def test_round_arrays_follow_expected_rewards_set_after_the_block_was_drawn(monkeypatch):
     # bandit_gym.feedback.Drift sets the round's expected rewards, scored values, best value and optimal arm: the
-    # numpy views of the block must give way to them, as the torch definition (views of the round's tensors) does.
+    # numpy views of the chunk must give way to them, as the torch definition (views of the round's tensors) does.
     monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
     sim = gym.make("LinearBandit-v0", n_arms=5, dim=3).unwrapped.sim
     sim.reset(rng.seed_to_key(2))
@@ -159,9 +159,9 @@ def test_random_words_kernel_gives_the_torch_definitions_integers(monkeypatch):
 
 
 def test_block_draws_numpy_view_is_the_tensor_draws_bit_for_bit():
-    # The single env's rounds read the reward draws as a cached numpy view of their block (a kernel); with the
+    # The single env's rounds read the reward draws as a cached numpy view of their chunk (a kernel); with the
     # kernels off they convert the round's tensor. Both must be the tensor draws (scaled in float32), exactly,
-    # also when the rounds come back to an earlier block (t = 3 after 21).
+    # also when the rounds come back to an earlier chunk (t = 3 after 21).
     keys = rng.seed_to_key(range(3))
     for scale in (None, 0.7):
         draws = rng.ChunkDraws("normal", Stream.REWARD, (), chunk_rounds=8, scale=scale)

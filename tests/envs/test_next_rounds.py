@@ -16,7 +16,7 @@ from bandit_gym import chunked_rounds
 from bandit_gym.feedback import DelayedFeedback, Drift
 
 ALL_IDS = list(bandit_gym.ENV_IDS)
-#: Wide arms, so that the synthetic envs' blocks of rounds are shorter than the horizon: chunks cross blocks.
+#: Wide arms, so that the synthetic envs' drawn chunks are shorter than the horizon: next_rounds' chunks cross them.
 WIDE = {"n_arms": 10, "dim": 50}
 #: Chunk sizes of one episode of 40 rounds, then two steps to its end.
 SIZES = (1, 7, 13, 17)
@@ -28,11 +28,11 @@ def actions_of(t: int, num: int, n_arms: int) -> np.ndarray:
 
 
 def make_pair(make_env, env_id: str, num_envs: int | None, **kwargs):
-    """Two envs of ``env_id`` whose blocks of rounds are shorter than an episode."""
+    """Two envs of ``env_id`` whose drawn chunks of rounds are shorter than an episode."""
     if "dataset" not in gym.spec(env_id).kwargs:
         return [make_env(env_id, num_envs=num_envs, **accepted(env_id, WIDE), **kwargs) for _ in range(2)]
     pair = [make_env(env_id, num_envs=num_envs, **kwargs) for _ in range(2)]
-    for env in pair:  # a dataset env's rounds do not depend on its block size ("any number will do")
+    for env in pair:  # a dataset env's rounds do not depend on its chunk size ("any number will do")
         env.unwrapped.sim.chunk_rounds = min(env.unwrapped.sim.chunk_rounds, 8)
     return pair
 
@@ -45,7 +45,7 @@ def check_chunks_against_steps(chunked, stepped, num_envs: int | None) -> None:
     R, K = num_envs or 1, chunked.unwrapped.n_arms
     chunked.reset(seed=5)
     obs, info = stepped.reset(seed=5)
-    assert chunked.unwrapped.sim.chunk_rounds < sum(SIZES)  # some chunk crosses a block boundary
+    assert chunked.unwrapped.sim.chunk_rounds < sum(SIZES)  # some chunk crosses a drawn chunk's boundary
     t = 0
     for n in SIZES:
         chunk = chunked.unwrapped.next_rounds(n)
@@ -83,7 +83,7 @@ def test_next_rounds_equals_steps_bit_for_bit(make_env, env_id, num_envs):
 
 @pytest.mark.parametrize("num_envs", [None, 3])
 def test_next_rounds_equals_steps_with_kernels_off(make_env, monkeypatch, num_envs):
-    monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")  # blocks of the definition's size: 4 rounds here
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")  # chunks of the definition's size: 4 rounds here
     check_chunks_against_steps(*make_pair(make_env, "LinearBandit-v0", num_envs), num_envs)
 
 
@@ -165,8 +165,8 @@ AGENTS = {"LinUCB": lambda e: LinUCB(e, seed=3), "LinTS": lambda e: LinTS(e, see
 
 
 def env_kinds(num_envs: int | None):
-    """LinearBandit-v0 (blocks shorter than a chunk), a dataset env and a Showdown env (regret scored against a
-    draw), single or batched."""
+    """LinearBandit-v0 (``chunk_rounds`` shorter than a next_rounds chunk), a dataset env and a Showdown env (regret
+    scored against a draw), single or batched."""
     kinds = [("LinearBandit-v0", {**WIDE, "horizon": 60}),
              ("ClassificationBandit-v0", {"X": made_up_frame(), "y": "label", "horizon": 40}),
              ("LinearShowdown-v0", {"horizon": 60})]
@@ -221,7 +221,7 @@ def test_next_rounds_chunk_is_the_callers_memory(make_env):
     env, twin = make_pair(make_env, "LinearBandit-v0", None)
     env.reset(seed=1)
     twin.reset(seed=1)
-    chunk = env.unwrapped.next_rounds(3)  # within one block: copied out of the block in hand
+    chunk = env.unwrapped.next_rounds(3)  # within one drawn chunk: copied out of the chunk in hand
     for tensor in (chunk.contexts, chunk.expected, chunk.next_contexts, chunk.rewards):
         tensor.fill_(7.0)
     twin.unwrapped.next_rounds(3)

@@ -23,7 +23,7 @@ def _mix64_reference(x: int) -> int:
 
 
 def _words_reference(key: int, stream: int, counter: int, n: int) -> list[int]:
-    """Word j of block (stream, counter): mix64(key + mix64(stream << 40 + counter) + j golden), as uint64."""
+    """Word j of counter (stream, counter)'s draws: mix64(key + mix64(stream << 40 + counter) + j golden), as uint64."""
     start = (key + _mix64_reference(((stream << 40) + counter) & MASK)) & MASK
     return [_mix64_reference((start + j * GOLDEN) & MASK) for j in range(n)]
 
@@ -117,7 +117,7 @@ def test_block_draws_give_round_t_its_row_of_block_t_over_block():
 
 
 def test_scaled_block_draws_are_the_same_numbers():
-    # A synthetic env's reward noise is scaled once per block: it must be the tensor draws times the scale in
+    # A synthetic env's reward noise is scaled once per chunk: it must be the tensor draws times the scale in
     # float32, bit for bit. (Their numpy view, a kernel: tests/envs/test_kernels.py.)
     keys = rng.seed_to_key(range(3))
     plain = rng.ChunkDraws("normal", Stream.REWARD, (), chunk_rounds=8)
@@ -128,13 +128,13 @@ def test_scaled_block_draws_are_the_same_numbers():
 
 @pytest.mark.parametrize("kind", ["normal", "uniform"])
 def test_block_draws_kept_block_gives_the_definitions_rows_bit_for_bit(monkeypatch, kind):
-    # With the kernels on a block is drawn once and kept (bandit_gym._rng_kernels.chunk_draws); off, every round
-    # draws its block. The rows must be the same bits, also for new keys and rounds that go back to a block.
+    # With the kernels on a chunk is drawn once and kept (bandit_gym._rng_kernels.chunk_draws); off, every round
+    # draws its chunk. The rows must be the same bits, also for new keys and rounds that go back to a chunk.
     keys, other = rng.seed_to_key(range(3)), rng.seed_to_key(range(5, 8))
     kept, drawn = (rng.ChunkDraws(kind, Stream.REWARD, (2,), chunk_rounds=8, scale=0.7) for _ in range(2))
     for key, t in ((keys, 0), (keys, 7), (keys, 8), (keys, 21), (other, 21), (keys, 3), (keys, 4)):
         monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
         fast = kept(key, t)
-        assert kept._cache is not None and kept._cache[1] == t // 8  # the block is in hand
+        assert kept._cache is not None and kept._cache[1] == t // 8  # the chunk is in hand
         monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
         assert torch.equal(fast, drawn(key, t)) and drawn._cache is None  # the definition keeps nothing

@@ -31,7 +31,7 @@ def test_approx_normal_with_kernels_off_is_normal(monkeypatch):
 
 
 def test_scalar_mixer_is_mix64_on_one_word():
-    # rng's Python-integer SplitMix64 (seed folding, block offsets) and its torch one give the same bits.
+    # rng's Python-integer SplitMix64 (seed folding, counter offsets) and its torch one give the same bits.
     values = [0, 1, 2**63 - 1, 2**63, 2**64 - 1, 0x123456789ABCDEF0]
     tensor = torch.tensor([rng._as_int64(v) for v in values], dtype=torch.int64)
     want = [int(x) for x in rng.mix64(tensor).numpy().view(np.uint64)]

@@ -73,7 +73,7 @@ def make(env_id: str, num_envs: int | None, **kwargs) -> gym.Env | gym.vector.Ve
                                                 ("LinearBandit-v0", {})])
 @pytest.mark.parametrize("num_envs", [None, 3])
 def test_showdown_next_rounds_scored_and_regret_of_agree_with_step_bit_for_bit(env_id, kwargs, num_envs):
-    # 70 rounds cross the Showdown's blocks of 32; the ordinary env scores its expected rewards (the same memory).
+    # 70 rounds cross the Showdown's chunks of 32; the ordinary env scores its expected rewards (the same memory).
     chunked, stepped = (make(env_id, num_envs, horizon=80, **kwargs) for _ in range(2))
     chunked.reset(seed=3)
     _, info = stepped.reset(seed=3)

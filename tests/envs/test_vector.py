@@ -89,7 +89,7 @@ def test_pickled_vector_env_holds_state_not_caches(make_env, env_id):
     for _ in range(3):
         venv.step(np.zeros(64, dtype=np.int64))
     data = pickle.dumps(venv)
-    # The state is 64 keys, the round and the keywords; one block of the synthetic envs' arm sets
+    # The state is 64 keys, the round and the keywords; one chunk of the synthetic envs' arm sets
     # alone is 64 x 2 x 50 x 20 x 4 bytes = 512 kB, a dataset at least 100 kB.
     assert len(data) < 64_000
     clone = pickle.loads(data)
@@ -174,7 +174,7 @@ def test_observations_and_info_are_the_callers_to_modify(make_env, env_id):
     twins = [make_env(env_id, num_envs=3, array_type="torch") for _ in range(2)]
     for env in twins:
         env.reset(seed=4)
-    for _ in range(20):  # over block boundaries (8 rounds at most at these sizes)
+    for _ in range(20):  # over chunk boundaries (8 rounds at most at these sizes)
         (obs_a, reward_a, _, _, info_a), (obs_b, reward_b, _, _, info_b) = (env.step([1, 2, 3]) for env in twins)
         assert torch.equal(obs_a, obs_b) and torch.equal(reward_a, reward_b)
         assert torch.equal(info_a["regret"], info_b["regret"])
