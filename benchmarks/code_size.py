@@ -39,11 +39,11 @@ _UNMEASURED = "not measured"
 #: ``benchmarks/results/speed_devices.md`` that time it (``rows: name name``; the gains are read from there), or where
 #: else it is recorded, or ``not measured``.
 SPEED_ONLY: list[tuple[str, str | None, bool, str, str]] = [
-    # bandit_gym.rng's compiled SplitMix64 and Box-Muller and its block cache (each decided in the first line of
+    # bandit_gym.rng's compiled SplitMix64 and Box-Muller and its chunk cache (each decided in the first line of
     # its rng function)
     ("bandit_gym/_rng_kernels.py", "random_words", True, "numba loop of rng.random_words (the same integers)",
      "rows: random_words random_words-ties random_words-minibatch"),
-    ("bandit_gym/_rng_kernels.py", "_starts", True, "helper of the rng kernels: each block's first word", _HELPER),
+    ("bandit_gym/_rng_kernels.py", "_starts", True, "helper of the rng kernels: each counter's first word", _HELPER),
     ("bandit_gym/_rng_kernels.py", "_word", True, "helper of the rng kernels: the compiled SplitMix64", _HELPER),
     ("bandit_gym/_rng_kernels.py", "_words", True, "helper of random_words", _HELPER),
     ("bandit_gym/_rng_kernels.py", "_box_muller_input", True, "helper of the rng kernels: the compiled Box-Muller "
@@ -55,8 +55,8 @@ SPEED_ONLY: list[tuple[str, str | None, bool, str, str]] = [
      "rows: unit_normal-single unit_normal-batched"),
     ("bandit_gym/_rng_kernels.py", "_box_muller_inputs", True, "helper of unit_normal", _HELPER),
     ("bandit_gym/_rng_kernels.py", "_unit_rows", True, "helper of unit_normal", _HELPER),
-    ("bandit_gym/_rng_kernels.py", "chunk_draws", True, "rng.ChunkDraws' block kept in hand for its rounds (the "
-     "definition draws a round's block each round)", "rows: chunk_draws"),
+    ("bandit_gym/_rng_kernels.py", "chunk_draws", True, "rng.ChunkDraws' chunk kept in hand for its rounds (the "
+     "definition draws a round's draws each round)", "rows: chunk_draws"),
     # the envs' devices (each decided in the first line of its torch function)
     ("bandit_gym/_kernels.py", "unit_normal", True, "synthetic._unit_normal_counters (the arm features), compiled",
      "rows: unit_normal-single unit_normal-batched"),
@@ -74,7 +74,7 @@ SPEED_ONLY: list[tuple[str, str | None, bool, str, str]] = [
      "helper of draws_per_call (per_counter where a call drew several counters)", _HELPER),
     ("bandit_gym/_kernels.py", "numpy_step", True, "a single env's round in numpy (BanditSimulator.step with an int "
      "on CPU, numpy_rewards envs)", "rows: numpy_step numpy_step-fixed numpy_step-logistic"),
-    ("bandit_gym/_kernels.py", "round_arrays", True, "helper of numpy_step: numpy views of the block, made once "
+    ("bandit_gym/_kernels.py", "round_arrays", True, "helper of numpy_step: numpy views of the chunk, made once "
      "(BanditSimulator._round_arrays)", _HELPER),
     ("bandit_gym/_kernels.py", "chunk_draws_numpy", True, "helper of numpy_step: the reward draws' numpy view",
      _HELPER),

@@ -33,11 +33,11 @@ from agents.chains.target import Chain, ChainRound
 from agents.models.blocks import BlockRows
 from agents.models.reward import LinearModel, RewardModel
 
-#: The largest ``(chunk, B, p)`` block of row gradients :func:`minibatch_stiffness` forms at once, in floats
+#: The largest ``(piece, B, p)`` piece of row gradients :func:`minibatch_stiffness` forms at once, in floats
 #: (4 MB). All replicas at once, the paper's 2 x 100 network on Shuttle-v0 (p = 6,501) at a 60-replica grid formed
-#: 50 MB blocks, several per step, and spent 26 of 30 seconds allocating and freeing them (page faults); in
-#: chunks the arithmetic per replica is the same and no large buffer is allocated and freed at every step.
-STIFFNESS_CHUNK_FLOATS = 2**20
+#: 50 MB pieces, several per step, and spent 26 of 30 seconds allocating and freeing them (page faults); in
+#: pieces the arithmetic per replica is the same and no large buffer is allocated and freed at every step.
+STIFFNESS_PIECE_FLOATS = 2**20
 
 
 def langevin_update(theta: torch.Tensor, grad: torch.Tensor, step_size: float | torch.Tensor,
@@ -208,17 +208,17 @@ def minibatch_stiffness(model: RewardModel, theta: torch.Tensor, batch: torch.Te
     ``eta h < 2``. The ``p x p`` matrix ``M^(1/2) G^T G M^(1/2)`` (``G``: the rows' gradients, ``(B, p)``) has the
     nonzero eigenvalues of the ``B x B`` Gram matrix ``G M G^T``, so that is what is decomposed; the ridge adds at
     most ``max_j 2 lambda M_j`` (an upper bound on ``lambda_max(M H_B)``). ``G`` is formed a few replicas at a
-    time (:data:`STIFFNESS_CHUNK_FLOATS`), the same numbers as all at once.
+    time (:data:`STIFFNESS_PIECE_FLOATS`), the same numbers as all at once.
     """
     x, _, scale = model.rows(batch)  # (R, B, d)
     R, B = batch.shape
-    chunk = max(1, STIFFNESS_CHUNK_FLOATS // (B * theta.shape[1]))  # replicas at a time: G is (chunk, B, p)
+    piece = max(1, STIFFNESS_PIECE_FLOATS // (B * theta.shape[1]))  # replicas at a time: G is (piece, B, p)
     grams = []
-    for start in range(0, R, chunk):
-        part = slice(start, start + chunk)
-        _, g = model.arm_gradients(theta[part], _replica_rows(x, part))  # (chunk, B, p)
+    for start in range(0, R, piece):
+        part = slice(start, start + piece)
+        _, g = model.arm_gradients(theta[part], _replica_rows(x, part))  # (piece, B, p)
         scaled = g * preconditioner[part].sqrt()[:, None, :]  # G M^(1/2)
-        grams.append(2.0 * scale * (scaled @ scaled.transpose(1, 2)))  # (chunk, B, B)
+        grams.append(2.0 * scale * (scaled @ scaled.transpose(1, 2)))  # (piece, B, B)
     gram = torch.cat(grams) if len(grams) > 1 else grams[0]  # (R, B, B)
     finite = torch.isfinite(gram).all(dim=2).all(dim=1)  # (R,): a replica already diverging gets +inf
     top = torch.linalg.eigvalsh(torch.where(finite[:, None, None], gram, 0.0))[:, -1]

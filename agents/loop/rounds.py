@@ -38,7 +38,7 @@ from bandit_gym import chunked_rounds
 from bandit_gym.threads import holds, policy
 
 #: Most rounds one ``next_rounds`` call draws: 256 rounds make the call's own cost (a few tensor operations per
-#: block of rounds) small beside the rounds' (measured with ``benchmarks/chunks.py``).
+#: chunk of rounds) small beside the rounds' (measured with ``benchmarks/chunks.py``).
 CHUNK_ROUNDS = 256
 #: Most bytes of arm features a chunk holds (``n R K d`` float32): 4 MiB, so that a chunk of many replicas or wide
 #: arms (a dataset's one-hot blocks) stays in cache; at least one round is drawn.

@@ -225,11 +225,11 @@ def test_minibatch_stiffness_is_the_top_eigenvalue_of_the_preconditioned_gauss_n
 
 
 @pytest.mark.parametrize("block_arms", [None, 2])
-def test_minibatch_stiffness_in_chunks_of_replicas_equals_all_at_once(monkeypatch, block_arms):
-    """The row gradients ``G`` are formed a few replicas at a time (``STIFFNESS_CHUNK_FLOATS``); each replica's
-    Gram matrix is the same arithmetic on its own rows, so the chunks give the numbers of all replicas at once
-    exactly, with dense rows and with rows stored in one-hot-block form. A chunk bound of one replica's block
-    forces 5 chunks of 1; a chunk that is not a divisor of R (2) leaves a short last chunk."""
+def test_minibatch_stiffness_in_pieces_of_replicas_equals_all_at_once(monkeypatch, block_arms):
+    """The row gradients ``G`` are formed a few replicas at a time (``STIFFNESS_PIECE_FLOATS``); each replica's
+    Gram matrix is the same arithmetic on its own rows, so the pieces give the numbers of all replicas at once
+    exactly, with dense rows and with rows stored in one-hot-block form. A piece bound of one replica's rows
+    forces 5 pieces of 1; a piece that is not a divisor of R (2) leaves a short last piece."""
     agent = LMCTS(n_arms=2, dim=4, num_replicas=5, model="mlp", seed=0,
                   model_kwargs={"hidden": (6, 3), "block_arms": block_arms})
     x = torch.zeros(5, 30, 4)
@@ -242,10 +242,10 @@ def test_minibatch_stiffness_in_chunks_of_replicas_equals_all_at_once(monkeypatc
     batch = torch.randint(0, 30, (5, 8), generator=torch.Generator().manual_seed(4))
     whole = minibatch_stiffness(agent.model, theta, batch, preconditioner, agent.lambda_reg)
     p = theta.shape[1]
-    for replicas_per_chunk in (1, 2):
-        monkeypatch.setattr(agents.chains.langevin, "STIFFNESS_CHUNK_FLOATS", replicas_per_chunk * 8 * p)
-        chunked = minibatch_stiffness(agent.model, theta, batch, preconditioner, agent.lambda_reg)
-        assert torch.equal(chunked, whole), (replicas_per_chunk, chunked, whole)
+    for replicas_per_piece in (1, 2):
+        monkeypatch.setattr(agents.chains.langevin, "STIFFNESS_PIECE_FLOATS", replicas_per_piece * 8 * p)
+        pieced = minibatch_stiffness(agent.model, theta, batch, preconditioner, agent.lambda_reg)
+        assert torch.equal(pieced, whole), (replicas_per_piece, pieced, whole)
     assert torch.isfinite(whole).all() and (whole > 0).all()
 
 
