@@ -7,12 +7,13 @@ marker, on one line or over several::
     <!-- end numbers -->
 
 The start marker names a record (``benchmarks/results/<record>.json``, written by a benchmark script through
-``benchmarks/_report.py``'s ``Record``), a renderer and its arguments (``key=value``; quote a value with spaces,
-as in a shell). Every other ``key=value`` selects rows: the rows whose field ``key`` is one of the
-comma-separated values (``R=1,10``, ``agent="env.step alone"``, ``met=no``). The renderers:
+``benchmarks/_report.py``'s ``Record``, or a ``bandit-gym bench`` run's ``report.json``: :func:`record_rows`), a
+renderer and its arguments (``key=value``; quote a value with spaces, as in a shell). Every other ``key=value``
+selects rows: the rows whose field ``key`` is one of the comma-separated values (``R=1,10``,
+``agent="env.step alone"``, ``met=no``). The renderers:
 
 - ``table columns=a,b:Header b``: the selected rows as a Markdown table of those fields (``:`` gives a header;
-  the field's name otherwise);
+  the field's name otherwise; ``format=`` applies to its floats);
 - ``value key=field``: the field of the one selected row;
 - ``range key=field``: ``low-high`` of the field over the selected rows (one value where they agree);
 - ``count``: how many rows the filters select;
@@ -71,11 +72,12 @@ def selected(rows: list[dict], filters: dict[str, str]) -> list[dict]:
     return [row for row in rows if keeps(row)]
 
 
-def table(record: dict, rows: list[dict], columns: str) -> str:
+def table(record: dict, rows: list[dict], columns: str, format: str | None = None) -> str:  # noqa: A002
     fields = [column.partition(":") for column in columns.split(",")]
     lines = ["| " + " | ".join(header or key for key, _, header in fields) + " |",
              "|" + "---|" * len(fields)]
-    lines += ["| " + " | ".join(as_docs(row.get(key)) for key, _, _ in fields) + " |" for row in rows]
+    lines += ["| " + " | ".join(as_docs(v := row.get(key), format if isinstance(v, float) else None)
+                                for key, _, _ in fields) + " |" for row in rows]
     return "\n" + "\n".join(lines) + "\n"
 
 
@@ -105,8 +107,21 @@ def machine(record: dict, rows: list[dict]) -> str:
 
 RENDERERS = {"table": table, "value": value, "range": value_range, "count": count, "machine": machine}
 #: The arguments of each renderer; every other ``key=value`` of a marker selects rows.
-ARGUMENTS = {"table": {"columns"}, "value": {"key", "format"}, "range": {"key", "format"}, "count": set(),
+ARGUMENTS = {"table": {"columns", "format"}, "value": {"key", "format"}, "range": {"key", "format"}, "count": set(),
              "machine": set()}
+
+
+def record_rows(record: dict) -> list[dict]:
+    """A record's rows: a benchmark's (``Record``: its ``rows``), or a ``bandit-gym bench`` report's table (its
+    ``report.json``, copied to ``benchmarks/results/``) as one row per agent and problem, with the fields
+    ``agent``, ``problem`` (``"mean over problems"`` included), ``mean`` and ``se`` (regret over
+    UniformRandom's) and ``regret`` (the agent's mean final regret)."""
+    if "rows" in record:
+        return record["rows"]
+    if "table" in record and "suite" in record:
+        return [{"agent": agent, "problem": problem, **cell}
+                for agent, problems in record["table"].items() for problem, cell in problems.items()]
+    raise NumbersError("a record holds 'rows' (benchmarks/_report.py) or a bench report's 'suite' and 'table'")
 
 
 def render(spec: str, records: Path) -> str:
@@ -123,7 +138,7 @@ def render(spec: str, records: Path) -> str:
         raise NumbersError(f"no record {path} (run the benchmark that writes it)")
     record = json.loads(path.read_text())
     arguments = {k: v for k, v in options.items() if k in ARGUMENTS[renderer]}
-    rows = selected(record["rows"], {k: v for k, v in options.items() if k not in ARGUMENTS[renderer]})
+    rows = selected(record_rows(record), {k: v for k, v in options.items() if k not in ARGUMENTS[renderer]})
     try:
         return RENDERERS[renderer](record, rows, **arguments)
     except TypeError as exc:

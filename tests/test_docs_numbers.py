@@ -80,6 +80,23 @@ def test_docs_numbers_bad_region_names_the_page_line_and_region(root, spec, mess
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
+def test_docs_numbers_read_a_bench_report_as_one_row_per_agent_and_problem(root):
+    """A ``bandit-gym bench`` report (its ``report.json``) is a record: its table cells are the rows."""
+    report = {"suite": "toy", "version": 1, "size": "small", "problems": ["a"], "missing": [],
+              "table": {"LinUCB": {"a": {"mean": 0.25, "se": 0.01, "regret": 12.5},
+                                   "mean over problems": {"mean": 0.25, "se": None, "regret": None}},
+                        "LinTS": {"a": {"mean": 0.5, "se": 0.02, "regret": 25.0},
+                                  "mean over problems": {"mean": 0.5, "se": None, "regret": None}}}}
+    (root / "benchmarks" / "results" / "bench.json").write_text(json.dumps(report))
+    text = ('<!-- numbers: bench value key=mean agent=LinTS problem=a -->?<!-- end numbers --> '
+            '<!-- numbers: bench count problem="mean over problems" -->?<!-- end numbers -->')
+    filled, _ = NUMBERS.fill(text, root / "benchmarks" / "results")
+    assert NUMBERS.REGION.sub(lambda m: m["body"], filled) == "0.50 2"
+    (root / "benchmarks" / "results" / "bad.json").write_text(json.dumps({"table": {}}))  # neither form
+    with pytest.raises(NUMBERS.NumbersError, match="rows"):
+        NUMBERS.fill("<!-- numbers: bad count --><!-- end numbers -->", root / "benchmarks" / "results")
+
+
 def test_docs_numbers_check_fails_on_a_typed_figure_and_write_fixes_it(root, capsys):
     page = root / "docs" / "page.md"
     page.write_text("Speed <!-- numbers: toy value key=speed R=1 -->0.50<!-- end numbers -->.\n")
