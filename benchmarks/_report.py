@@ -1,18 +1,35 @@
 """What the benchmark scripts share: a Markdown table that prints each row as it comes and keeps a file of
-it up to date, a JSON record of the same figures for ``docs/gen_numbers.py``, and the CPU model that every timing
-names."""
+it up to date, a JSON record of the same figures for ``docs/gen_numbers.py``, the CPU model that every timing
+names, and the switch of the compiled kernels for a block of code."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
 import platform
 import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from bandit_gym.atomic import atomic_write
+
+
+@contextlib.contextmanager
+def kernels(on: bool) -> Iterator[None]:
+    """``BANDIT_GYM_KERNELS`` set to 1 or 0 inside the block (the library reads it at each call), as it was after."""
+    before = os.environ.get("BANDIT_GYM_KERNELS")
+    os.environ["BANDIT_GYM_KERNELS"] = "1" if on else "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["BANDIT_GYM_KERNELS"]
+        else:
+            os.environ["BANDIT_GYM_KERNELS"] = before
+
 
 #: Where the records live: ``benchmarks/results/<name>.json`` beside the ``.md`` tables.
 RESULTS = Path(__file__).resolve().parent / "results"

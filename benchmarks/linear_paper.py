@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import subprocess
 import sys
 import time
@@ -41,8 +40,10 @@ import bandit_gym  # noqa: F401  (registers the envs)
 from agents import LMCTS, EpsGreedy, LinTS, LinUCB, UniformRandom
 
 try:
+    from _report import kernels
     from numpy_linucb import run as numpy_linucb  # run as a script: benchmarks/ is on sys.path
 except ImportError:  # imported as benchmarks.linear_paper
+    from benchmarks._report import kernels
     from benchmarks.numpy_linucb import run as numpy_linucb
 
 AGENTS = {"LMCTS": LMCTS, "LinTS": LinTS, "LinUCB": LinUCB, "EpsGreedy": EpsGreedy, "UniformRandom": UniformRandom}
@@ -96,20 +97,6 @@ def times_cell(times: list[float]) -> str:
     """The fastest time, and every run's in order when there are several: ``1.3 (1.5, 1.3, 1.4)``."""
     fastest = f"{min(times):.1f}"
     return fastest if len(times) == 1 else f"{fastest} ({', '.join(f'{t:.1f}' for t in times)})"
-
-
-@contextlib.contextmanager
-def kernels(on: bool):
-    """Run the block with the compiled kernels on or off (``BANDIT_GYM_KERNELS``, read at each call)."""
-    old = os.environ.get("BANDIT_GYM_KERNELS")
-    os.environ["BANDIT_GYM_KERNELS"] = "1" if on else "0"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["BANDIT_GYM_KERNELS"]
-        else:
-            os.environ["BANDIT_GYM_KERNELS"] = old
 
 
 @contextlib.contextmanager

@@ -28,7 +28,7 @@ import os
 import sys
 import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import gymnasium as gym
@@ -47,23 +47,9 @@ from bandit_gym.rng import Stream
 from bandit_gym.threads import policy
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _report import GrowingTable, Record, cpu_model  # noqa: E402
+from _report import GrowingTable, Record, cpu_model, kernels  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "speed_devices.md"
-
-
-@contextlib.contextmanager
-def kernels(on: bool) -> Iterator[None]:
-    """``BANDIT_GYM_KERNELS`` set to 1 or 0 inside the block, as it was after."""
-    before = os.environ.get("BANDIT_GYM_KERNELS")
-    os.environ["BANDIT_GYM_KERNELS"] = "1" if on else "0"
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["BANDIT_GYM_KERNELS"]
-        else:
-            os.environ["BANDIT_GYM_KERNELS"] = before
 
 
 @dataclasses.dataclass
