@@ -5,7 +5,8 @@ in its docstring, which decides in its first line (``if _kernels.enabled(...): r
 What each earns: ``benchmarks/speed_devices.py`` (``benchmarks/results/speed_devices.md``). Each is tested
 against its torch function with ``torch.testing.assert_close``:
 
-* numba loops of ``langevin_steps`` (linear model), ``linear_scores``, ``add_observation``
+* numba loops of ``langevin_steps`` (linear model), ``linear_scores``, ``add_observation``, and of the ridge agents'
+  round in :mod:`agents.linear`: ``ridge_update``, ``potter_update``, ``add_outer``, ``add_feature_sums``
   (``tests/agents/test_kernels.py``); the agents' normal draws are ``bandit_gym.rng.approx_normal``, whose
   compiled loop is the package's one Box-Muller kernel (``bandit_gym/_rng_kernels.py``);
 * off the CPU, ``langevin_steps`` (linear model) in its affine form, one batched product per step
@@ -52,38 +53,51 @@ def enabled_off_cpu(*tensors: torch.Tensor) -> bool:
 
 # -- agents.chains.langevin.langevin_steps with the linear model ----------------------------------------
 @njit(**_JIT)
-def _linear_langevin(gram, moment, theta, step_size, inverse_temperature, noise, out):
+def _linear_langevin(gram, moment, theta, step_size, inverse_temperature, noise, scale, out):
     R, K, d = noise.shape
     grad = np.empty(d, np.float32)
+    scaled_gram = np.empty((d, d), np.float32)
+    scaled_moment = np.empty(d, np.float32)
     two = np.float32(2.0)
     for r in range(R):
-        out[r] = theta[r]
+        for i in range(d):  # the scaled coordinates theta / S on S V S and S b (all ones: V, b and theta themselves)
+            scaled_moment[i] = scale[r, i] * moment[r, i]
+            out[r, i] = theta[r, i] / scale[r, i]
+            for j in range(d):
+                scaled_gram[i, j] = (scale[r, i] * gram[r, i, j]) * scale[r, j]
         eta = step_size[r]
         noise_scale = np.sqrt(two * eta / inverse_temperature[r])
         for k in range(K):
             for i in range(d):  # grad = 2 (V theta - b), V theta as a sum of V's rows (V is symmetric)
-                grad[i] = -moment[r, i]
+                grad[i] = -scaled_moment[i]
             for j in range(d):
                 theta_j = out[r, j]
                 for i in range(d):
-                    grad[i] += gram[r, j, i] * theta_j
+                    grad[i] += scaled_gram[j, i] * theta_j
             for i in range(d):
                 out[r, i] = out[r, i] - eta * (two * grad[i]) + noise_scale * noise[r, k, i]
+        for i in range(d):
+            out[r, i] = out[r, i] * scale[r, i]
 
 
 def linear_langevin(gram: torch.Tensor, moment: torch.Tensor, theta: torch.Tensor, step_size: torch.Tensor,
-                    inverse_temperature: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-    """Loop version of :func:`agents.chains.langevin.langevin_steps` for :class:`agents.models.reward.LinearModel`:
-    ``K`` steps ``theta <- theta - eta 2 (V theta - b) + sqrt(2 eta / beta) eps_k`` per replica."""
+                    inverse_temperature: torch.Tensor, noise: torch.Tensor,
+                    scale: torch.Tensor | None = None) -> torch.Tensor:
+    """Loop version of :func:`agents.chains.langevin.linear_langevin_steps` (a linear model, preconditioned by
+    ``S^2``, ``scale`` ``S`` ``(R, d)`` or None for none): ``K`` steps ``theta <- theta - eta 2 (V theta - b) +
+    sqrt(2 eta / beta) eps_k`` per replica in the coordinates ``theta / S``, on ``S V S`` and ``S b``."""
     out = np.empty(theta.shape, np.float32)
+    scale = np.ones(theta.shape, np.float32) if scale is None else scale.numpy()  # x 1 and / 1: exact
     _linear_langevin(gram.numpy(), moment.numpy(), theta.numpy(), step_size.numpy(), inverse_temperature.numpy(),
-                     noise.numpy(), out)
+                     noise.numpy(), scale, out)
     return torch.from_numpy(out)
 
 
 def linear_langevin_affine(gram: torch.Tensor, moment: torch.Tensor, theta: torch.Tensor, step_size: torch.Tensor,
-                           inverse_temperature: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-    """Torch version, any device, of :func:`agents.chains.langevin.langevin_steps` for the linear model.
+                           inverse_temperature: torch.Tensor, noise: torch.Tensor,
+                           scale: torch.Tensor | None = None) -> torch.Tensor:
+    """Torch version, any device, of :func:`agents.chains.langevin.linear_langevin_steps` (``scale`` as in
+    :func:`linear_langevin`).
 
     A step ``theta - eta 2 (V theta - b) + sqrt(2 eta / beta) eps_k`` is affine in ``theta``:
     ``theta <- A theta + c_k`` with ``A = I - 2 eta V`` and ``c_k = 2 eta b + sqrt(2 eta / beta) eps_k``.
@@ -92,6 +106,8 @@ def linear_langevin_affine(gram: torch.Tensor, moment: torch.Tensor, theta: torc
     small operations is bound by the launches, that is what counts (LMC-TS, 1,000 replicas on an H100:
     ``benchmarks/results/gpu.md``); the numbers differ from the definition by float rounding only.
     """
+    if scale is not None:  # the scaled coordinates theta / S, on S V S and S b
+        gram, moment, theta = scale[:, :, None] * gram * scale[:, None, :], scale * moment, theta / scale
     eta = step_size[:, None]  # (R, 1)
     eye = torch.eye(gram.shape[-1], dtype=gram.dtype, device=gram.device)
     transition = eye - 2.0 * eta[:, :, None] * gram  # A, (R, d, d)
@@ -99,7 +115,7 @@ def linear_langevin_affine(gram: torch.Tensor, moment: torch.Tensor, theta: torc
     theta = theta[:, :, None]  # (R, d, 1)
     for k in range(noise.shape[1]):
         theta = torch.baddbmm(shifts[:, k, :, None], transition, theta)  # A theta + c_k
-    return theta[:, :, 0]
+    return theta[:, :, 0] if scale is None else theta[:, :, 0] * scale
 
 
 # -- agents.models.reward ---------------------------------------------------------------------------
@@ -137,6 +153,134 @@ def add_observation(gram: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
     gram_new, moment_new = np.empty(gram.shape, np.float32), np.empty(moment.shape, np.float32)
     _add_observation(gram.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), gram_new, moment_new)
     return torch.from_numpy(gram_new), torch.from_numpy(moment_new)
+
+
+# -- agents.linear: the ridge agents' round ---------------------------------------------------------
+def enabled_with_float64(gram: torch.Tensor, *tensors: torch.Tensor) -> bool:
+    """:func:`enabled` for ``tensors``, with ``gram`` a float64 CPU tensor (the ridge agents' ``V``)."""
+    return enabled(*tensors) and gram.is_cpu and gram.dtype == torch.float64
+
+
+@njit(**_JIT)
+def _ridge_update(gram_inverse, moment, x, rewards, inverse_new, moment_new, theta_new):
+    R, d = x.shape
+    vx = np.empty(d, np.float32)
+    for r in range(R):
+        denominator = np.float32(0.0)
+        for i in range(d):
+            acc = np.float32(0.0)
+            for j in range(d):
+                acc += gram_inverse[r, i, j] * x[r, j]
+            vx[i] = acc  # V^-1 x
+            denominator += acc * x[r, i]
+        denominator += np.float32(1.0)  # 1 + x^T V^-1 x
+        for i in range(d):
+            for j in range(d):
+                inverse_new[r, i, j] = gram_inverse[r, i, j] - vx[i] * vx[j] / denominator
+            moment_new[r, i] = moment[r, i] + rewards[r] * x[r, i]
+        for i in range(d):
+            acc = np.float32(0.0)
+            for j in range(d):
+                acc += inverse_new[r, i, j] * moment_new[r, j]
+            theta_new[r, i] = acc
+
+
+def ridge_update(gram_inverse: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
+                 rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Loop version of :func:`agents.linear.ridge_update`: Sherman-Morrison, ``b + r x`` and ``V^-1 b``."""
+    inverse_new, moment_new = np.empty(gram_inverse.shape, np.float32), np.empty(moment.shape, np.float32)
+    theta_new = np.empty(moment.shape, np.float32)
+    _ridge_update(gram_inverse.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), inverse_new, moment_new,
+                  theta_new)
+    return torch.from_numpy(inverse_new), torch.from_numpy(moment_new), torch.from_numpy(theta_new)
+
+
+@njit(**_JIT)
+def _potter_update(root, moment, x, rewards, root_new, moment_new, theta_new):
+    R, d = x.shape
+    p = np.empty(d, np.float32)
+    sp = np.empty(d, np.float32)
+    w = np.empty(d, np.float32)
+    one = np.float32(1.0)
+    for r in range(R):
+        norm = np.float32(0.0)
+        for j in range(d):  # p = S^T x
+            acc = np.float32(0.0)
+            for i in range(d):
+                acc += root[r, i, j] * x[r, i]
+            p[j] = acc
+            norm += acc * acc
+        q = np.sqrt(norm + one)
+        c = q * (q + one)
+        for i in range(d):  # S p / (q (1 + q))
+            acc = np.float32(0.0)
+            for j in range(d):
+                acc += root[r, i, j] * p[j]
+            sp[i] = acc / c
+        for i in range(d):
+            for j in range(d):
+                root_new[r, i, j] = root[r, i, j] - sp[i] * p[j]
+            moment_new[r, i] = moment[r, i] + rewards[r] * x[r, i]
+        for j in range(d):  # w = S^T b
+            acc = np.float32(0.0)
+            for i in range(d):
+                acc += root_new[r, i, j] * moment_new[r, i]
+            w[j] = acc
+        for i in range(d):  # theta_hat = S w
+            acc = np.float32(0.0)
+            for j in range(d):
+                acc += root_new[r, i, j] * w[j]
+            theta_new[r, i] = acc
+
+
+def potter_update(root: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
+                  rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Loop version of :func:`agents.linear.potter_update`: Potter's update of ``S``, ``b + r x`` and ``S S^T b``."""
+    root_new, moment_new = np.empty(root.shape, np.float32), np.empty(moment.shape, np.float32)
+    theta_new = np.empty(moment.shape, np.float32)
+    _potter_update(root.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), root_new, moment_new, theta_new)
+    return torch.from_numpy(root_new), torch.from_numpy(moment_new), torch.from_numpy(theta_new)
+
+
+@njit(**_JIT)
+def _add_outer(gram, x, out):
+    R, d = x.shape
+    for r in range(R):
+        for i in range(d):
+            x_i = np.float64(x[r, i])
+            for j in range(d):
+                out[r, i, j] = gram[r, i, j] + x_i * np.float64(x[r, j])
+
+
+def add_outer(gram: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Loop version of :func:`agents.linear.add_outer`: ``V + x x^T`` in float64 (``V`` float64, ``x`` float32)."""
+    out = np.empty(gram.shape, np.float64)
+    _add_outer(gram.numpy(), x.numpy(), out)
+    return torch.from_numpy(out)
+
+
+@njit(**_JIT)
+def _add_feature_sums(square_sum, nonzero_rows, z, square_new, nonzero_new):
+    R, K, p = z.shape
+    for r in range(R):
+        for j in range(p):
+            squares = np.float32(0.0)
+            count = np.float32(0.0)
+            for k in range(K):
+                value = z[r, k, j]
+                squares += value * value
+                if value != 0:
+                    count += np.float32(1.0)
+            square_new[r, j] = square_sum[r, j] + squares
+            nonzero_new[r, j] = nonzero_rows[r, j] + count
+
+
+def add_feature_sums(square_sum: torch.Tensor, nonzero_rows: torch.Tensor,
+                     z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Loop version of :func:`agents.linear.add_feature_sums`: the sums of squares and counts of nonzero entries."""
+    square_new, nonzero_new = np.empty(square_sum.shape, np.float32), np.empty(nonzero_rows.shape, np.float32)
+    _add_feature_sums(square_sum.numpy(), nonzero_rows.numpy(), z.numpy(), square_new, nonzero_new)
+    return torch.from_numpy(square_new), torch.from_numpy(nonzero_new)
 
 
 # -- agents.models.mlp.MLPModel: a hand-written backward pass ----------------------------------------

@@ -539,7 +539,7 @@ class BanditAgent(ABC):
         """An env's reward(s) (a number, numpy or torch) as ``(R,)`` float32 on the device."""
         if not isinstance(reward, torch.Tensor):
             try:
-                reward = torch.from_numpy(np.asarray(reward, dtype=np.float32))
+                reward = torch.from_numpy(np.asarray(reward, dtype=np.float32).reshape(-1))  # a number: (1,)
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"reward must be a number or one number per replica ({self.num_replicas}), got "
                                  f"{short_repr(reward)}") from exc
@@ -565,12 +565,19 @@ class BanditAgent(ABC):
             return only
         return random_argmax(values, self._draws("uniform", Stream.TIES, (self.n_arms,)))
 
+    def _end_round(self) -> None:
+        """``t += 1`` after a round of a loop (``learn``, :meth:`rounds`, delayed feedback's rounds), with
+        :meth:`_check_learned` every :data:`CHECK_ROUNDS` rounds, before the count moves on."""
+        if self.t % CHECK_ROUNDS == 0:
+            self._check_learned(self.t)
+        self.t += 1
+
     def _check_learned(self, last_round: int) -> None:  # noqa: B027  (a hook: most agents check in _observe)
         """Raise :class:`DivergenceError` if the learned state has a NaN or Inf after round ``last_round``.
 
         For an agent that does not check each round in ``_observe`` (a check reads a value back from the device):
-        ``update`` calls it after its round, ``learn`` after its loop, and such an agent's ``_observe`` every
-        :data:`CHECK_ROUNDS` rounds. The default checks nothing.
+        ``update`` calls it after its round, the loops (``learn``, :meth:`rounds`) every :data:`CHECK_ROUNDS` rounds
+        (:meth:`_end_round`) and after their last. The default checks nothing.
         """
 
     def _check_finite(self, tensor: torch.Tensor, what: str, step_size: Any = None,

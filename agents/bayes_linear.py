@@ -32,7 +32,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from agents.base import CHECK_ROUNDS, BanditAgent, chosen_rows
+from agents.base import BanditAgent, chosen_rows
 from agents.loop.history import History
 from agents.models.mlp import MLPModel, build_model
 from agents.models.reward import agent_state, load_agent_state
@@ -251,8 +251,6 @@ class LinFullPost(_PosteriorSampling):
     def _observe(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         z = chosen_rows(self._model_features(contexts), actions)  # (R, d + 1)
         self.posterior.add(z, self.arm_group[actions], rewards)
-        if self.t % CHECK_ROUNDS == 0:
-            self._check_learned(self.t)
 
     def _state(self) -> dict[str, torch.Tensor]:
         return self.posterior.state_dict()
@@ -381,8 +379,6 @@ class NeuralLinear(_PosteriorSampling):
             rows, rewards_so_far, _ = self.model.rows(None)  # (R, n, d), (R, n)
             self.posterior.refit(self.model.features(self.theta, rows), self.played_groups["group"].long(),
                                  rewards_so_far)
-        if self.t % CHECK_ROUNDS == 0:
-            self._check_learned(self.t)
 
     def _state(self) -> dict[str, torch.Tensor]:
         return {**agent_state(self.theta, self.model), "square_average": self.square_average,

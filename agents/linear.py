@@ -33,7 +33,8 @@ from typing import Any
 
 import torch
 
-from agents.base import CHECK_ROUNDS, BanditAgent, chosen_rows, env_horizon
+from agents import _kernels
+from agents.base import BanditAgent, chosen_rows, env_horizon
 from agents.loop.propensity import uniform_over_maximisers
 from agents.models.reward import linear_scores, matvec
 from agents.uniform import uniform_arms
@@ -46,7 +47,7 @@ def ucb_scores(contexts: torch.Tensor, theta_hat: torch.Tensor, gram_inverse: to
 
     ``(R, K, d), (R, d), (R, d, d), (R,) -> (R, K)``.
     """
-    mean = (contexts * theta_hat.unsqueeze(1)).sum(dim=-1)  # (R, K)
+    mean = linear_scores(contexts, theta_hat)  # (R, K)
     width = ((contexts @ gram_inverse) * contexts).sum(dim=-1).clamp(min=0).sqrt()  # (R, K); clamp: rounding
     return mean + nu.unsqueeze(1) * width
 
@@ -65,6 +66,8 @@ def ridge_update(gram_inverse: torch.Tensor, moment: torch.Tensor, x: torch.Tens
 
     ``(R, d, d), (R, d), (R, d), (R,)`` -> the new ``V^-1``, ``b`` and ``theta_hat``.
     """
+    if _kernels.enabled(gram_inverse, moment, x, rewards):
+        return _kernels.ridge_update(gram_inverse, moment, x, rewards)
     gram_inverse = sherman_morrison(gram_inverse, x)
     moment = moment + rewards.unsqueeze(1) * x
     return gram_inverse, moment, matvec(gram_inverse, moment)
@@ -89,9 +92,28 @@ def potter_update(root: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
                   rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """:func:`ridge_update` for a square root ``S`` of ``V^-1``: :func:`potter`, ``b <- b + r x`` and
     ``theta_hat = S (S^T b)``; returns the new ``S``, ``b`` and ``theta_hat``."""
+    if _kernels.enabled(root, moment, x, rewards):
+        return _kernels.potter_update(root, moment, x, rewards)
     root = potter(root, x)
     moment = moment + rewards.unsqueeze(1) * x
     return root, moment, matvec(root, (root * moment.unsqueeze(2)).sum(dim=1))
+
+
+def add_outer(gram: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``V + x x^T`` in float64: ``(R, p, p)`` float64, ``(R, p)`` -> ``(R, p, p)`` float64."""
+    if _kernels.enabled_with_float64(gram, x):
+        return _kernels.add_outer(gram, x)
+    x = x.double()
+    return gram + x.unsqueeze(2) * x.unsqueeze(1)
+
+
+def add_feature_sums(square_sum: torch.Tensor, nonzero_rows: torch.Tensor,
+                     z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A round's rows ``z`` ``(R, K, p)`` added to each feature's sum of squares and count of nonzero entries
+    ``(R, p)``."""
+    if _kernels.enabled(square_sum, nonzero_rows, z):
+        return _kernels.add_feature_sums(square_sum, nonzero_rows, z)
+    return square_sum + (z * z).sum(dim=1), nonzero_rows + (z != 0).sum(dim=1)
 
 
 def one_hot_blocks(contexts: torch.Tensor) -> torch.Tensor:
@@ -154,8 +176,7 @@ class ArmFeatures:
 
     def record(self, z: torch.Tensor) -> None:
         """Add a round's shown rows ``z`` ``(R, K, p)`` to the sums of squares and the counts of nonzero entries."""
-        self.square_sum = self.square_sum + (z * z).sum(dim=1)
-        self.nonzero_rows = self.nonzero_rows + (z != 0).sum(dim=1)
+        self.square_sum, self.nonzero_rows = add_feature_sums(self.square_sum, self.nonzero_rows, z)
 
     def scales(self) -> torch.Tensor:
         """``D``'s diagonal ``(R, p)``: each feature's mean square over the rows recorded where it is nonzero, 1 where
@@ -205,10 +226,7 @@ class _RidgeStatistics:
     def _record(self, z: torch.Tensor, x: torch.Tensor) -> None:
         """Add this round's rows ``z`` ``(R, K, p)`` and played row ``x`` ``(R, p)`` to the sums; renew ``D``
         (and ``V^-1`` from ``V``) when the next round is a power of 2."""
-        x = x.double()
-        self.gram = self.gram + x.unsqueeze(2) * x.unsqueeze(1)
-        if self.t % CHECK_ROUNDS == 0:
-            self._check_learned(self.t)
+        self.gram = add_outer(self.gram, x)
         if not self.scale_features:
             return
         self.arm_features.record(z)

@@ -219,18 +219,20 @@ class LMCTS(BanditAgent):
         target = ChainRound(potential, t, self.n_inner_steps, eta, self.inverse_temperature, batches, curvature,
                             self.scaling.scale(), bound, isinstance(self.model, LinearModel), self.per_step_noise,
                             lambda *draw: self._draws(*draw).to(self.device))
-        return self._check_sample(t, eta, self.chain.sample(target, theta))
+        return self.chain.sample(target, theta)
 
-    def _check_sample(self, t: int, eta: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-        """``theta``, or a :class:`DivergenceError` naming the round and the step size if it has a NaN or Inf."""
-        diverged = ~torch.isfinite(theta).all(dim=1)  # (R,)
+    def _check_learned(self, last_round: int) -> None:
+        """A :class:`DivergenceError` naming the round and the step size if the sample has a NaN or Inf: after each
+        round of ``update``, every :data:`agents.base.CHECK_ROUNDS` rounds of a loop (a NaN or Inf stays in every later
+        chain's sample, so the check finds it)."""
+        diverged = ~torch.isfinite(self.theta).all(dim=1)  # (R,)
         if bool(diverged.any()):
-            r = int(diverged.nonzero()[0, 0])
+            t, r = last_round + 1, int(diverged.nonzero()[0, 0])
+            eta = self.current_step_size(t)[r].item()
             raise DivergenceError(
-                f"LMCTS: the parameters sampled for round {t} became NaN or Inf with step size eta_t = "
-                f"{eta[r].item():.6g} (replica {r}: step_size={self.step_size[r].item():.6g}, {self.step_schedule}); "
-                "try a smaller step_size")
-        return theta
+                f"LMCTS: the parameters sampled by round {t} became NaN or Inf with step size eta_t = {eta:.6g} "
+                f"(replica {r}: step_size={self.step_size[r].item():.6g}, {self.step_schedule}); try a smaller "
+                "step_size")
 
     def _minibatches(self, t: int, potential: Any) -> torch.Tensor | None:
         """Round ``t``'s rows ``(R, K (+ 1: the curvature's), B)``, uniform with replacement, or None (full batch);

@@ -97,6 +97,13 @@ SPEED_ONLY: list[tuple[str, str | None, bool, str, str]] = [
     ("agents/_kernels.py", "add_observation", True, "numba loop of agents.models.reward.add_observation (the same "
      "bits)", "rows: add_observation add_observation-160"),
     ("agents/_kernels.py", "_add_observation", True, "helper of add_observation", _HELPER),
+    ("agents/_kernels.py", "enabled_with_float64", True, "helper of add_outer (the switch, with V float64)", _HELPER),
+    *[entry for name, what in (("ridge_update", "agents.linear.ridge_update (LinUCB, EpsGreedy)"),
+                               ("potter_update", "agents.linear.potter_update (LinTS)"),
+                               ("add_outer", "agents.linear.add_outer (V + x x^T in float64)"),
+                               ("add_feature_sums", "agents.linear.add_feature_sums"))
+      for entry in (("agents/_kernels.py", name, True, f"numba loop of {what}", f"rows: {name} {name}-10 {name}-100"),
+                    ("agents/_kernels.py", f"_{name}", True, f"helper of {name}", _HELPER))],
     ("agents/_kernels.py", "act_backward", True, "helper of MLPModel's hand-written backward pass", _HELPER),
     ("agents/_kernels.py", "mlp_backward", True, "helper of the hand-written backward pass", _HELPER),
     ("agents/_kernels.py", "outer_rows", True, "helper of the hand-written backward pass", _HELPER),

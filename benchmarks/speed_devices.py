@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 import bandit_gym  # noqa: F401  (registers the envs)
-from agents import _kernels
+from agents import _kernels, linear
 from agents.base import _replica_index, chosen_rows, random_argmax
 from agents.chains.langevin import langevin_steps
 from agents.linear import LinUCB
@@ -227,6 +227,26 @@ def linear_rows(replicas: int) -> tuple:
     return contexts, theta, gram, moment
 
 
+def ridge_calls(replicas: int) -> dict[str, Callable[[], object]]:
+    """The ridge agents' round functions of :mod:`agents.linear` on LinUCB's and LinTS's sizes (K = 50, d = 20)."""
+    contexts, _, eye, moment = linear_rows(replicas)
+    x, rewards = contexts[:, 0].contiguous(), torch.ones(replicas)
+    sums, counts, gram = torch.ones(replicas, 20), torch.zeros(replicas, 20), eye.double()
+    return {"ridge_update": lambda: linear.ridge_update(eye, moment, x, rewards),
+            "potter_update": lambda: linear.potter_update(eye, moment, x, rewards),
+            "add_outer": lambda: linear.add_outer(gram, x),
+            "add_feature_sums": lambda: linear.add_feature_sums(sums, counts, contexts)}
+
+
+#: The ridge agents' round functions and what each does.
+RIDGE = {"ridge_update": "Sherman-Morrison, b + r x and V^-1 b (LinUCB)",
+         "potter_update": "Potter's update, b + r x and S S^T b (LinTS)",
+         "add_outer": "V + x x^T in float64 (the ridge agents)",
+         "add_feature_sums": "the features' sums of squares and nonzero counts (K = 50 rows)"}
+RIDGE_CASES = [Case(name if R == 1 else f"{name}-{R}", f"agents/_kernels.py:{name}", f"agents.linear.{name}",
+                    f"{what}, R = {R}", False, lambda name=name, R=R: switch(ridge_calls(R)[name]))
+               for name, what in RIDGE.items() for R in (1, 10, 100)]
+
 #: The inputs of the per-call rows, made once (by replicas).
 KEYS = {replicas: keys(replicas) for replicas in (1, 10, 100)}
 EXPECTED = {replicas: rng.uniform(keys(replicas), Stream.CONTEXT, 0, (B, 50)) for replicas, B in ((1, 16), (100, 2),
@@ -294,6 +314,7 @@ CASES = [
     Case("add_observation-160", "agents/_kernels.py:add_observation", "agents.models.reward.add_observation",
          "R = 160, d = 20", False,
          lambda c=ROWS[160]: switch(lambda: add_observation(c[2], c[3], c[0][:, 0], c[1][:, 0]))),
+    *RIDGE_CASES,
     Case("mlp_gradient", "agents/_kernels.py:mlp_gradient (mlp_backward, ...)", "MLPModel.gradient (autograd)",
          "R = 2, 20-20-20 MLP, 300 rows", False, lambda: switch(mlp("gradient"))),
     Case("mlp_arm_gradients", "agents/_kernels.py:mlp_arm_gradients", "MLPModel.arm_gradients (vmap of grad)",

@@ -185,10 +185,7 @@ def linear_langevin_steps(model: LinearModel, theta: torch.Tensor, step_size: to
     if kernel is None:
         return langevin_steps(model, theta, step_size, inverse_temperature, noise,
                               preconditioner=None if scale is None else scale**2)
-    if scale is not None:
-        gram, moment, theta = scale[:, :, None] * gram * scale[:, None, :], scale * moment, theta / scale
-    theta = kernel(gram, moment, theta, step_size, inverse_temperature, noise)
-    return theta if scale is None else theta * scale
+    return kernel(gram, moment, theta, step_size, inverse_temperature, noise, scale)
 
 
 def _replica_rows(x: torch.Tensor | BlockRows, part: slice) -> torch.Tensor | BlockRows:

@@ -92,7 +92,7 @@ class PendingRounds:
         self.played(contexts, actions)
         for paid_round in self.revealed(info, agent.device):
             agent._observe(*paid_round)
-        agent.t += 1
+        agent._end_round()
 
     def revealed(self, info: dict[str, Any], device: torch.device) -> Iterator[tuple[torch.Tensor, ...]]:
         """The rounds whose rewards ``info`` reveals, oldest first:

@@ -143,7 +143,7 @@ class Rounds:
                     agent.update(contexts, actions, rewards)
                 else:
                     agent._observe(contexts, actions, rewards)
-                    agent.t += 1
+                    agent._end_round()  # t += 1, and every CHECK_ROUNDS rounds the check for NaN or Inf
             if synchronize is not None:
                 synchronize()
             updated = clock()

@@ -103,3 +103,75 @@ def test_random_argmax_breaks_ties_uniformly():
     noise = rng.uniform(keys, Stream.TIES, 1, (7,))
     wins = torch.bincount(random_argmax(torch.zeros(4000, 7), noise), minlength=7) / 4000
     assert (wins - 1 / 7).abs().max() < 5 * (1 / 7 * 6 / 7 / 4000) ** 0.5
+
+
+def _ridge_round(R=6, K=9, d=5, seed=7):
+    """A positive definite ``V^-1`` (and its square root) after a few rows, this round's arms, row and rewards."""
+    gen = torch.Generator().manual_seed(seed)
+    rows = torch.randn(R, 12, d, generator=gen)
+    gram = torch.eye(d) + rows.mT @ rows  # (R, d, d)
+    inverse = torch.linalg.inv(gram)
+    root = torch.linalg.cholesky(inverse)  # S S^T = V^-1
+    contexts = torch.randn(R, K, d, generator=gen)
+    moment, rewards = torch.randn(R, d, generator=gen), torch.randn(R, generator=gen)
+    return gram.double(), inverse, root, moment, contexts, contexts[:, 0], rewards
+
+
+def test_the_ridge_round_kernels_equal_torch(monkeypatch):
+    """``ridge_update``, ``potter_update``, ``add_outer``, ``add_feature_sums`` and ``ucb_scores`` (whose mean is the
+    kernel of ``linear_scores``) of :mod:`agents.linear` with the kernels on and off. Tolerances: float32 sums of
+    ``d = 5`` products of O(1) values in another order, a few ulps; ``add_outer`` is float64 of float32 products
+    (exact) and ``add_feature_sums`` counts exactly."""
+    from agents import linear
+
+    gram, inverse, root, moment, contexts, x, rewards = _ridge_round()
+    theta_hat, nu = torch.randn(6, 5), torch.linspace(0.0, 2.0, 6)
+    fast, plain = both_ways(monkeypatch, linear.ucb_scores, contexts, theta_hat, inverse, nu)
+    torch.testing.assert_close(fast, plain, rtol=1e-5, atol=1e-6)
+    for update, state in ((linear.ridge_update, inverse), (linear.potter_update, root)):
+        fast, plain = both_ways(monkeypatch, update, state, moment, x, rewards)
+        for a, b in zip(fast, plain, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    fast, plain = both_ways(monkeypatch, linear.add_outer, gram, x)
+    assert fast.dtype == torch.float64 and torch.equal(fast, plain)
+    sparse = contexts * (contexts > 0)  # zeros to count
+    sums = torch.rand(6, 5), torch.arange(30.0).reshape(6, 5)
+    fast, plain = both_ways(monkeypatch, linear.add_feature_sums, *sums, sparse)
+    torch.testing.assert_close(fast[0], plain[0], rtol=1e-6, atol=1e-6)
+    assert torch.equal(fast[1], plain[1])
+
+
+def test_the_ridge_kernels_keep_their_definitions_meaning():
+    """Not only equal to the torch lines: the kernels' ``V^-1`` and ``S S^T`` are ``(V + x x^T)^-1``, and their
+    ``theta_hat`` is that times ``b + r x`` (float32 against a float64 inverse: 1e-4 relative)."""
+    from agents import _kernels
+
+    gram, inverse, root, moment, _, x, rewards = _ridge_round()
+    exact = torch.linalg.inv(gram + x.double()[:, :, None] * x.double()[:, None, :]).float()
+    new_inverse, new_moment, theta_hat = _kernels.ridge_update(inverse, moment, x, rewards)
+    torch.testing.assert_close(new_inverse, exact, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(new_moment, moment + rewards[:, None] * x)
+    torch.testing.assert_close(theta_hat, (exact @ new_moment[:, :, None])[:, :, 0], rtol=1e-4, atol=1e-5)
+    new_root, _, root_theta = _kernels.potter_update(root, moment, x, rewards)
+    torch.testing.assert_close(new_root @ new_root.mT, exact, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(root_theta, theta_hat, rtol=1e-4, atol=1e-5)
+
+
+def test_the_scaled_linear_langevin_kernel_equals_the_preconditioned_chain(monkeypatch):
+    """With a scale ``S`` the kernel is ``langevin_steps`` preconditioned by ``S^2`` (50 contracting steps, as the
+    unscaled test: ~1e-5); with ``S`` all ones it is the unscaled kernel, bit for bit (x 1 and / 1 are exact)."""
+    from agents.chains.langevin import linear_langevin_steps
+
+    model = _statistics()
+    R, d = model.num_replicas, model.dim
+    gen = torch.Generator().manual_seed(3)
+    theta, noise = torch.randn(R, d, generator=gen), torch.randn(R, 50, d, generator=gen)
+    eta, beta = torch.linspace(1e-3, 1e-2, R), torch.linspace(1.0, 100.0, R)
+    scale = torch.rand(R, d, generator=gen) + 0.5
+    fast, plain = both_ways(monkeypatch, linear_langevin_steps, model, theta, eta, beta, noise, scale)
+    torch.testing.assert_close(fast, plain, rtol=1e-5, atol=1e-5)
+    unscaled = _kernels.linear_langevin(model.gram, model.moment, theta, eta, beta, noise)
+    ones = _kernels.linear_langevin(model.gram, model.moment, theta, eta, beta, noise, torch.ones(R, d))
+    assert torch.equal(unscaled, ones)
+    affine = _kernels.linear_langevin_affine(model.gram, model.moment, theta, eta, beta, noise, scale)
+    torch.testing.assert_close(affine, plain, rtol=1e-5, atol=1e-5)

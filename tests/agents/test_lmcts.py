@@ -82,7 +82,8 @@ def test_lmcts_divergence_raises_naming_round_and_step_size():
     env = gym.make("LinearBandit-v0", **SMALL)
     agent = LMCTS(env, seed=0, device="cpu", step_size=0.9, step_schedule="constant")
     # With eta = 0.9 the chain is stable while eta * lambda_max(V) < 1, and V grows every round.
-    with pytest.raises(DivergenceError, match=r"round \d+ became NaN or Inf with step size eta_t = 0\.9 \(replica 0"):
+    with pytest.raises(DivergenceError,
+                       match=r"by round \d+ became NaN or Inf with step size eta_t = 0\.9 \(replica 0"):
         agent.learn(env)
 
 
