@@ -120,7 +120,7 @@ class WheelBanditSimulator(ShowdownSimulator):
         horizon: Rounds per episode (2,000, the code's ``num_contexts``).
         base_mean: Mean of the four quadrant arms inside the disc (1.0).
         centre_mean: Mean of the centre arm (1.2); must exceed ``base_mean``.
-        large_mean: Mean of the quadrant's arm outside the disc (50).
+        large_mean: Mean of the quadrant's arm outside the disc (50); must exceed ``centre_mean``.
         base_std: Standard deviation of the arms' rewards (0.05; RLlib's 0.01).
         large_std: Standard deviation of the large reward (0.01).
         centre_arm_first: Number the centre arm 0 (TF-Agents' and RLlib's layout) instead of 4.
@@ -146,6 +146,9 @@ class WheelBanditSimulator(ShowdownSimulator):
             raise ValueError(f"centre_mean must exceed base_mean={self.base_mean!r} (the centre arm is optimal "
                              f"inside the disc), got {centre_mean!r}")
         self.large_mean = check_float("large_mean", large_mean)
+        if self.large_mean <= self.centre_mean:
+            raise ValueError(f"large_mean must exceed centre_mean={self.centre_mean!r} (the quadrant's arm is optimal "
+                             f"outside the disc), got {large_mean!r}")
         self.base_std = check_float("base_std", base_std, minimum=0.0)
         self.large_std = check_float("large_std", large_std, minimum=0.0)
         self.centre_arm_first = check_bool("centre_arm_first", centre_arm_first)

@@ -144,6 +144,7 @@ def test_showdown_replica_r_is_the_single_env_seeded_s_plus_r():
 @pytest.mark.parametrize(("env_id", "kwargs", "match"), [
     ("WheelBandit-v0", {"delta": 1.5}, r"delta must be a finite number >= 0.0 and <= 1.0, got 1.5"),
     ("WheelBandit-v0", {"centre_mean": 0.9}, r"centre_mean must exceed base_mean=1.0 .*got 0.9"),
+    ("WheelBandit-v0", {"large_mean": 1.2}, r"large_mean must exceed centre_mean=1.2 .*got 1.2"),
     ("WheelBandit-v0", {"regret": "max"}, r"regret must be one of \['sampled', 'expected'\], got 'max'"),
     ("WheelBandit-v0", {"base_std": -1.0}, r"base_std must be a finite number >= 0.0, got -1.0"),
     ("LinearShowdown-v0", {"noise_stds": [0.1, 0.2]}, r"noise_stds must be None, a number >= 0 or a list of 8"),
