@@ -60,10 +60,10 @@ ENV_VAR = "BANDIT_GYM_THREADS"
 DEFAULT_THREADS = 1
 #: Floats of arithmetic in a round (``policy(work=...)``) from which the library's loops, when nothing else is
 #: chosen, use torch's own threads: where a round's products are large enough that more threads pay for entering
-#: torch's pool. Provisional: ``benchmarks/threads.py --work`` (LinUCB, LinTS, LMC-TS on LinearBandit-v0, K = 50,
-#: d = 20) on a 2-core CPU shared with other processes (load average about 10) found 2 threads slower than 1 at
-#: every size it ran, R = 1 to 1,000 (round work 1,400 to 1.4 million floats; LinUCB at R = 1,000: 24 times
-#: slower), so the threshold sits above them; an idle machine is where to measure where 2 threads start to pay.
+#: torch's pool. ``benchmarks/threads.py --work`` (LinUCB, LinTS, LMC-TS on LinearBandit-v0, K = 50, d = 20) on an
+#: idle 2-core CPU found 2 threads at 0.80x to 1.13x of one thread's speed at every size it ran, R = 1 to 3,000
+#: (round work 1,400 to 4.2 million floats), 5-15% slower from R = 1,000 (``benchmarks/results/threads.md``), so
+#: the threshold sits above them all.
 LARGE_WORK = 10_000_000
 #: The choice that leaves torch's own setting (``torch.set_num_threads``, ``OMP_NUM_THREADS``) alone.
 TORCH = "torch"
