@@ -240,3 +240,18 @@ def test_ridge_agents_check_at_the_end_of_learn_and_of_a_rounds_loop(name):
     with pytest.raises(agents.DivergenceError, match=r"became NaN or Inf by round 29; "):
         for _ in agent.rounds(env, 20):  # the experiment runner's loop
             pass
+
+
+def test_lmcts_finds_a_divergence_within_check_rounds():
+    """LMC-TS reads nothing back a round: a NaN in its sample is found at the next check, round CHECK_ROUNDS of
+    the loop (the NaN stays in every later chain's sample), and names the round and the step size."""
+    from agents.base import CHECK_ROUNDS
+
+    env = make_env(1)
+    agent = agents.LMCTS(env, seed=0)
+    agent.learn(9)
+    agent.theta[0, 0] = float("nan")
+    with pytest.raises(agents.DivergenceError, match=rf"^LMCTS: the parameters sampled by round {CHECK_ROUNDS + 1} "
+                                                     r"became NaN or Inf with step size eta_t = "):
+        agent.learn(1000)
+    assert agent.t == CHECK_ROUNDS  # the check of round CHECK_ROUNDS raised, before its t += 1
