@@ -222,17 +222,15 @@ class LMCTS(BanditAgent):
         return self.chain.sample(target, theta)
 
     def _check_learned(self, last_round: int) -> None:
-        """A :class:`DivergenceError` naming the round and the step size if the sample has a NaN or Inf: after each
-        round of ``update``, every :data:`agents.base.CHECK_ROUNDS` rounds of a loop (a NaN or Inf stays in every later
-        chain's sample, so the check finds it)."""
+        """A :class:`DivergenceError` naming the round and the step size if the sample has a NaN or Inf (a NaN stays in
+        every later chain's sample): after each ``update``, every :data:`agents.base.CHECK_ROUNDS` rounds of a loop."""
         diverged = ~torch.isfinite(self.theta).all(dim=1)  # (R,)
         if bool(diverged.any()):
             t, r = last_round + 1, int(diverged.nonzero()[0, 0])
-            eta = self.current_step_size(t)[r].item()
             raise DivergenceError(
-                f"LMCTS: the parameters sampled by round {t} became NaN or Inf with step size eta_t = {eta:.6g} "
-                f"(replica {r}: step_size={self.step_size[r].item():.6g}, {self.step_schedule}); try a smaller "
-                "step_size")
+                f"LMCTS: the parameters sampled by round {t} became NaN or Inf with step size eta_t = "
+                f"{self.current_step_size(t)[r].item():.6g} (replica {r}: step_size={self.step_size[r].item():.6g}, "
+                f"{self.step_schedule}); try a smaller step_size")
 
     def _minibatches(self, t: int, potential: Any) -> torch.Tensor | None:
         """Round ``t``'s rows ``(R, K (+ 1: the curvature's), B)``, uniform with replacement, or None (full batch);
