@@ -45,9 +45,9 @@ Measured now (regret of rounds 2,001-3,000 per seed):
   fail with probability above 99%.
 The 10-seed runs cost about 85 s on a quiet 2-core CPU, 128 s measured at load 4, before the step bound; LMC-TS's
 part is about 2.6x that since (each mini-batch step also decomposes its Gram matrix; 447 s in a CI run at load
-6-20), so its 10-seed verdict is ``slow`` and the default suite asks LMC-TS for the same claim on 4 seeds of a
-shorter run (one kernel setting: the ``kernels`` fixture is overridden; CI runs the ``learning`` marker once more
-with ``BANDIT_GYM_KERNELS=0``).
+6-20), so its 10-seed verdict is ``slow``, and so is the shorter 4-seed verdict below (91 s of a 463 s default
+suite on a quiet 2-core AMD EPYC, the suite's longest test by far; one kernel setting: the ``kernels`` fixture is
+overridden; CI runs the ``learning`` marker once more with ``BANDIT_GYM_KERNELS=0``).
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def test_a_linear_model_stays_at_the_one_sign_level():
 
 
 @pytest.mark.parametrize(("name", "at_least"), [
-    pytest.param("LMCTS", 9, marks=pytest.mark.slow),  # the heaviest run of the suite: a shorter verdict below
+    pytest.param("LMCTS", 9, marks=pytest.mark.slow),  # the heaviest run of the suite
     # about a minute each on 2 cores: slow, so that the default suite stays under 8 minutes
     pytest.param("NeuralTS", 9, marks=pytest.mark.slow), pytest.param("NeuralUCB", 8, marks=pytest.mark.slow),
 ])
@@ -111,8 +111,9 @@ def test_neural_agent_learns_on_most_seeds(name, at_least):
     assert (regret < LEARNT).sum() >= at_least, (name, regret.round(3))
 
 
+@pytest.mark.slow
 def test_neural_lmcts_learns_on_three_of_four_seeds_in_2000_rounds():
-    """The default suite's verdict on neural LMC-TS (the 10-seed, 3,000-round run above is ``slow``): seeds 0-3
+    """The shorter verdict on neural LMC-TS, beside the 10-seed, 3,000-round run above: seeds 0-3
     for 2,000 rounds, at least 3 of 4 under ``LEARNT`` regret per round in rounds 1,501-2,000.
 
     Measured (rounds 1,501-2,000, seeds 0-3): kernels on [0.108, 0.143, 0.153, 0.155]; the
