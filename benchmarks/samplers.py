@@ -19,6 +19,15 @@ error, not a stop.
     nice python benchmarks/samplers.py --quick --jobs 2        # 300 rounds, 3 seeds: a shared 2-core machine
     python benchmarks/samplers.py --problems linear_fixed quadratic --agents LMCTS MALATS --horizon 500
     python benchmarks/samplers.py --env-kwargs '{cache_dir: /data/openml}'   # where the UCI data is cached
+
+Beside the table, ``OUT/samplers.json`` holds the same rows as a record for ``docs/gen_numbers.py`` (the fields
+of :func:`parse_row`, and ``vs_lmcts``: :func:`with_differences`). ``--record-from FILE`` writes that record
+from a table already printed (every row of ``FILE`` in this script's format, after the heading ``--section``),
+without running anything: ``docs/samplers.md``'s figures come from the tables of ``benchmarks/results/samplers.md``
+this way::
+
+    python benchmarks/samplers.py --record-from benchmarks/results/samplers.md \
+        --section "The page's tables, as measured" --out benchmarks/results
 """
 
 from __future__ import annotations
@@ -27,6 +36,9 @@ import argparse
 import dataclasses
 import json
 import os
+import re
+import shlex
+import sys
 import tempfile
 import time
 import traceback
@@ -158,6 +170,69 @@ def row(record: dict[str, Any]) -> str:
             f"{point} |")
 
 
+#: A printed row's regret cell, its time cell and its acceptance cell (:func:`row`).
+_REGRET = re.compile(r"(?P<mean>[\d.]+) \+- (?P<se>[\d.]+|nan)")
+_TIME = re.compile(r"(?P<per_1k>[\d.]+) \((?P<replicas>\d+)\)")
+_ACCEPTANCE = re.compile(r"(?P<mean>[\d.]+) \((?P<low>[\d.]+)-(?P<high>[\d.]+)\)")
+
+
+def parse_row(line: str) -> dict[str, Any] | None:
+    """The figures of one row that :func:`row` printed, as the record's fields: ``problem``, ``env``, ``T``,
+    ``seeds``, ``agent``, ``budget``, ``regret`` and ``se`` (the best point's final regret, mean and standard
+    error), ``per_1k`` (seconds per 1,000 rounds), ``replicas``, ``acceptance``, ``acceptance_low`` and
+    ``acceptance_high`` (None but for MALA and HMC) and ``best_point`` (its text). None for any other line (the
+    header, the rule, a job's error, a point that diverged everywhere)."""
+    cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+    if len(cells) != 10 or not cells[2].isdigit():
+        return None
+    problem, env, horizon, seeds, agent, budget, regret, timing, acceptance, point = cells
+    regret_match, time_match = _REGRET.fullmatch(regret), _TIME.fullmatch(timing)
+    if regret_match is None or time_match is None:
+        return None
+    accept = _ACCEPTANCE.fullmatch(acceptance)
+    se = regret_match["se"]
+    return {"problem": problem, "env": env, "T": int(horizon), "seeds": int(seeds), "agent": agent, "budget": budget,
+            "regret": float(regret_match["mean"]), "se": None if se == "nan" else float(se),
+            "per_1k": float(time_match["per_1k"]), "replicas": int(time_match["replicas"]),
+            "acceptance": None if accept is None else float(accept["mean"]),
+            "acceptance_low": None if accept is None else float(accept["low"]),
+            "acceptance_high": None if accept is None else float(accept["high"]), "best_point": point}
+
+
+def with_differences(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with ``vs_lmcts``: the difference from LMC-TS's regret on the same problem and horizon, in standard
+    errors of the difference, ``(regret - regret_LMCTS) / sqrt(se^2 + se_LMCTS^2)`` (the two means taken as
+    independent; they share the seeds, so this is approximate). None for LMC-TS itself or without a standard
+    error."""
+    reference = {(r["problem"], r["T"]): r for r in rows if r["agent"] == "LMCTS"}
+    out = []
+    for r in rows:
+        ref = reference.get((r["problem"], r["T"]))
+        usable = ref is not None and r is not ref and r["se"] is not None and ref["se"] is not None
+        spread = (r["se"] ** 2 + ref["se"] ** 2) ** 0.5 if usable else 0.0
+        out.append({**r, "vs_lmcts": round((r["regret"] - ref["regret"]) / spread, 1) if spread > 0 else None})
+    return out
+
+
+def table_record(lines: list[str], command: str, source: str) -> dict[str, Any]:
+    """The record (``docs/gen_numbers.py``'s format: ``rows`` and how they were made) of the rows among ``lines``."""
+    rows = [parsed for line in lines if (parsed := parse_row(line)) is not None]
+    return {"name": "samplers", "command": command, "source": source, "rows": with_differences(rows)}
+
+
+def section_lines(text: str, heading: str) -> list[str]:
+    """The lines of a Markdown ``text`` from the heading that starts with ``heading`` to the next heading of
+    its level or above (ValueError naming the heading if there is none)."""
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        level = len(line) - len(line.lstrip("#"))
+        if level and line[level:].strip().startswith(heading):
+            end = next((j for j in range(index + 1, len(lines))
+                        if 0 < len(lines[j]) - len(lines[j].lstrip("#")) <= level), len(lines))
+            return lines[index + 1:end]
+    raise ValueError(f"argument --section: no heading starting with {heading!r} in the file")
+
+
 def _order(record: dict[str, Any]) -> tuple:
     label = record["label"]
     return (list(CONFIGS).index(record["problem"]), AGENT_ORDER.index(label) if label in AGENT_ORDER else 99, label)
@@ -179,7 +254,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "samplers_run",
                         help="folder of the per-job records and samplers.md")
     parser.add_argument("--fresh", action="store_true", help="replay jobs whose record is already in --out")
+    parser.add_argument("--record-from", type=Path, default=None,
+                        help="write --out/samplers.json from this printed table and stop (nothing is run)")
+    parser.add_argument("--section", default=None, help="with --record-from: the rows after this heading only")
     args = parser.parse_args(argv)
+    if args.record_from is not None:
+        return record_from(parser, args, argv)
     for name in ("jobs", "horizon", "seeds"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -211,8 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         _write_atomically(args.out / f"{record['problem']}__{record['label']}.json", json.dumps(record, indent=1))
         done.append(record)
         print(row(record), flush=True)
-        lines = HEADER + [row(r) for r in sorted(done, key=_order)]
-        _write_atomically(table, "\n".join(lines) + "\n")
+        write_tables(args.out, done)
 
     print("\n".join(HEADER), flush=True)
     for record in sorted(done, key=_order):
@@ -226,8 +305,35 @@ def main(argv: list[str] | None = None) -> int:
             for future in as_completed(futures):
                 keep(future.result())
     if not jobs:
-        _write_atomically(table, "\n".join(HEADER + [row(r) for r in sorted(done, key=_order)]) + "\n")
+        write_tables(args.out, done)
     print(f"table: {table}", flush=True)
+    return 0
+
+
+def write_tables(out: Path, done: list[dict[str, Any]]) -> None:
+    """``out/samplers.md`` (the printed table) and ``out/samplers.json`` (its rows as a record), atomically."""
+    lines = HEADER + [row(r) for r in sorted(done, key=_order)]
+    _write_atomically(out / "samplers.md", "\n".join(lines) + "\n")
+    record = table_record(lines, shlex.join(["python", "benchmarks/samplers.py", *sys.argv[1:]]), "this run")
+    _write_atomically(out / "samplers.json", json.dumps(record, indent=1) + "\n")
+
+
+def record_from(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str] | None) -> int:
+    """``--record-from``: the record of a table already printed, written to ``--out/samplers.json``."""
+    if not args.record_from.is_file():
+        parser.error(f"argument --record-from: no file {args.record_from}")
+    text = args.record_from.read_text()
+    try:
+        lines = text.splitlines() if args.section is None else section_lines(text, args.section)
+    except ValueError as error:
+        parser.error(str(error))
+    words = sys.argv[1:] if argv is None else argv
+    record = table_record(lines, shlex.join(["python", "benchmarks/samplers.py", *words]),
+                          f"{args.record_from}" + ("" if args.section is None else f", section {args.section!r}"))
+    if not record["rows"]:
+        parser.error(f"argument --record-from: no row of this script's table in {args.record_from}")
+    _write_atomically(args.out / "samplers.json", json.dumps(record, indent=1) + "\n")
+    print(f"{len(record['rows'])} rows: {args.out / 'samplers.json'}")
     return 0
 
 

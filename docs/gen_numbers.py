@@ -13,7 +13,7 @@ selects rows: the rows whose field ``key`` is one of the comma-separated values 
 ``agent="env.step alone"``, ``met=no``). The renderers:
 
 - ``table columns=a,b:Header b``: the selected rows as a Markdown table of those fields (``:`` gives a header;
-  the field's name otherwise; ``format=`` applies to its floats);
+  the field's name otherwise; ``format=`` applies to its floats, ``formats=field=spec,...`` to one column's);
 - ``value key=field``: the field of the one selected row;
 - ``range key=field``: ``low-high`` of the field over the selected rows (one value where they agree);
 - ``count``: how many rows the filters select;
@@ -72,11 +72,16 @@ def selected(rows: list[dict], filters: dict[str, str]) -> list[dict]:
     return [row for row in rows if keeps(row)]
 
 
-def table(record: dict, rows: list[dict], columns: str, format: str | None = None) -> str:  # noqa: A002
+def table(record: dict, rows: list[dict], columns: str, format: str | None = None,  # noqa: A002
+          formats: str | None = None) -> str:
     fields = [column.partition(":") for column in columns.split(",")]
+    specs = dict(pair.split("=", 1) for pair in formats.split(",")) if formats else {}
+    unknown = set(specs) - {key for key, _, _ in fields}
+    if unknown:
+        raise NumbersError(f"formats names fields that are not columns: {sorted(unknown)}")
     lines = ["| " + " | ".join(header or key for key, _, header in fields) + " |",
              "|" + "---|" * len(fields)]
-    lines += ["| " + " | ".join(as_docs(v := row.get(key), format if isinstance(v, float) else None)
+    lines += ["| " + " | ".join(as_docs(v := row.get(key), specs.get(key, format) if isinstance(v, float) else None)
                                 for key, _, _ in fields) + " |" for row in rows]
     return "\n" + "\n".join(lines) + "\n"
 
@@ -107,8 +112,8 @@ def machine(record: dict, rows: list[dict]) -> str:
 
 RENDERERS = {"table": table, "value": value, "range": value_range, "count": count, "machine": machine}
 #: The arguments of each renderer; every other ``key=value`` of a marker selects rows.
-ARGUMENTS = {"table": {"columns", "format"}, "value": {"key", "format"}, "range": {"key", "format"}, "count": set(),
-             "machine": set()}
+ARGUMENTS = {"table": {"columns", "format", "formats"}, "value": {"key", "format"}, "range": {"key", "format"},
+             "count": set(), "machine": set()}
 
 
 def record_rows(record: dict) -> list[dict]:

@@ -66,7 +66,14 @@ def test_docs_numbers_value_range_and_machine_render_inline(root):
         "`python benchmarks/toy.py --rounds 5` on Toy CPU (2 cores), load average (1 min) 1.2-2.5")
 
 
+def test_docs_numbers_table_formats_one_column_apart_from_the_rest(root):
+    marker = '<!-- numbers: toy table columns="R,speed" format=.1f formats=speed=.3f agent=LinUCB -->'
+    filled, _ = NUMBERS.fill(f"{marker}<!-- end numbers -->", root / "benchmarks" / "results")
+    assert "| 1 | 0.456 |" in filled and "| 1,000 | 12.340 |" in filled  # .3f on speed, not the .1f of the rest
+
+
 @pytest.mark.parametrize(("spec", "message"), [
+    ("toy table columns=R formats=speed=.3f", "formats names fields that are not columns: ['speed']"),
     ("toy value key=speed agent=LinUCB", "value needs exactly one row, the filters select 2"),
     ("toy value key=speed agent=NoSuchAgent", "value needs exactly one row, the filters select 0"),
     ("missing table columns=a", "no record"),
