@@ -9,6 +9,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shlex
 import sys
 from collections.abc import Iterator
@@ -73,6 +74,43 @@ def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` with the package's atomic writer: a reader never sees a half-written file."""
     with atomic_write(path) as f:
         f.write(text.encode())
+
+
+#: A table cell ``mean +- se`` as the benchmarks print it (bold or not, thousands separators or not).
+MEAN_SE = re.compile(r"\**\s*(?P<mean>[\d,.]+)\s*\+-\s*(?P<se>[\d,.]+)\s*\**")
+
+
+def mean_se(cell: str) -> tuple[float, float] | None:
+    """The mean and standard error of a cell ``"1,073 +- 8"`` or ``"**209 +- 6**"``; None for any other text."""
+    match = MEAN_SE.fullmatch(cell.strip())
+    return None if match is None else (float(match["mean"].replace(",", "")), float(match["se"].replace(",", "")))
+
+
+def section_lines(text: str, heading: str) -> list[str]:
+    """The lines of a Markdown ``text`` from the heading that starts with ``heading`` to the next heading of
+    its level or above (ValueError naming the argument and the heading if there is none)."""
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        level = len(line) - len(line.lstrip("#"))
+        if level and line[level:].strip().startswith(heading):
+            end = next((j for j in range(index + 1, len(lines))
+                        if 0 < len(lines[j]) - len(lines[j].lstrip("#")) <= level), len(lines))
+            return lines[index + 1:end]
+    raise ValueError(f"argument --section: no heading starting with {heading!r} in the file")
+
+
+def stored_lines(parser, path: Path, section: str | None, argument: str = "--record-from") -> tuple[list[str], str]:
+    """The lines of a stored table file ``path`` (after the heading ``section``, if given) and where they come
+    from (``"FILE, section 'HEADING'"``), for a script's ``argparse`` ``parser``: a missing file or heading is
+    the parser's error, naming ``argument`` or ``--section``."""
+    if not path.is_file():
+        parser.error(f"argument {argument}: no file {path}")
+    text = path.read_text()
+    try:
+        lines = text.splitlines() if section is None else section_lines(text, section)
+    except ValueError as error:
+        parser.error(str(error))
+    return lines, f"{path}" + ("" if section is None else f", section {section!r}")
 
 
 def versions() -> dict[str, str]:

@@ -49,6 +49,9 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import stored_lines  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {path.stem.removeprefix("samplers_"): path for path in sorted((ROOT / "configs").glob("samplers_*.yaml"))}
 AGENT_ORDER = ["LMCTS", "FGLMCTS", "MALATS", "HMCTS", "ULMCTS", "EnsembleSampling", "VITS"]
@@ -220,19 +223,6 @@ def table_record(lines: list[str], command: str, source: str) -> dict[str, Any]:
     return {"name": "samplers", "command": command, "source": source, "rows": with_differences(rows)}
 
 
-def section_lines(text: str, heading: str) -> list[str]:
-    """The lines of a Markdown ``text`` from the heading that starts with ``heading`` to the next heading of
-    its level or above (ValueError naming the heading if there is none)."""
-    lines = text.splitlines()
-    for index, line in enumerate(lines):
-        level = len(line) - len(line.lstrip("#"))
-        if level and line[level:].strip().startswith(heading):
-            end = next((j for j in range(index + 1, len(lines))
-                        if 0 < len(lines[j]) - len(lines[j].lstrip("#")) <= level), len(lines))
-            return lines[index + 1:end]
-    raise ValueError(f"argument --section: no heading starting with {heading!r} in the file")
-
-
 def _order(record: dict[str, Any]) -> tuple:
     label = record["label"]
     return (list(CONFIGS).index(record["problem"]), AGENT_ORDER.index(label) if label in AGENT_ORDER else 99, label)
@@ -320,16 +310,9 @@ def write_tables(out: Path, done: list[dict[str, Any]]) -> None:
 
 def record_from(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str] | None) -> int:
     """``--record-from``: the record of a table already printed, written to ``--out/samplers.json``."""
-    if not args.record_from.is_file():
-        parser.error(f"argument --record-from: no file {args.record_from}")
-    text = args.record_from.read_text()
-    try:
-        lines = text.splitlines() if args.section is None else section_lines(text, args.section)
-    except ValueError as error:
-        parser.error(str(error))
+    lines, where = stored_lines(parser, args.record_from, args.section)
     words = sys.argv[1:] if argv is None else argv
-    record = table_record(lines, shlex.join(["python", "benchmarks/samplers.py", *words]),
-                          f"{args.record_from}" + ("" if args.section is None else f", section {args.section!r}"))
+    record = table_record(lines, shlex.join(["python", "benchmarks/samplers.py", *words]), where)
     if not record["rows"]:
         parser.error(f"argument --record-from: no row of this script's table in {args.record_from}")
     _write_atomically(args.out / "samplers.json", json.dumps(record, indent=1) + "\n")

@@ -14,7 +14,11 @@ selects rows: the rows whose field ``key`` is one of the comma-separated values 
 
 - ``table columns=a,b:Header b``: the selected rows as a Markdown table of those fields (``:`` gives a header;
   the field's name otherwise; ``format=`` applies to its floats, ``formats=field=spec,...`` to one column's);
-- ``value key=field``: the field of the one selected row;
+- ``grid row=a column=b value=c``: one table row per value of field ``a``, one column per value of ``b`` (in
+  the order the rows come), each cell the field ``c`` of the row with those two (``error=e`` adds ``+- e``;
+  ``bold=min`` or ``bold=max`` sets each column's lowest or highest ``c`` in bold; ``header=`` names the first
+  column, ``format=`` as for ``table``);
+- ``value key=field``: the field of the one selected row (``error=e`` adds ``+- e``);
 - ``range key=field``: ``low-high`` of the field over the selected rows (one value where they agree);
 - ``count``: how many rows the filters select;
 - ``machine``: how the record was measured: the command, the CPU model, its cores and the load average.
@@ -86,10 +90,42 @@ def table(record: dict, rows: list[dict], columns: str, format: str | None = Non
     return "\n" + "\n".join(lines) + "\n"
 
 
-def value(record: dict, rows: list[dict], key: str, format: str | None = None) -> str:  # noqa: A002
+def grid(record: dict, rows: list[dict], row: str, column: str, value: str, error: str | None = None,
+         bold: str | None = None, header: str | None = None, format: str | None = None) -> str:  # noqa: A002
+    if bold not in (None, "min", "max"):
+        raise NumbersError(f"bold must be min or max, got {bold!r}")
+    cells: dict[tuple, dict] = {}
+    for r in rows:
+        if (r.get(row), r.get(column)) in cells:
+            raise NumbersError(f"two rows have {row}={r.get(row)!r} and {column}={r.get(column)!r}")
+        cells[r.get(row), r.get(column)] = r
+    names, heads = list(dict.fromkeys(r.get(row) for r in rows)), list(dict.fromkeys(r.get(column) for r in rows))
+    best = {}
+    if bold is not None:
+        for head in heads:
+            values = [r[value] for (_, h), r in cells.items() if h == head and r.get(value) is not None]
+            best[head] = (min if bold == "min" else max)(values) if values else None
+
+    def cell(name, head) -> str:
+        r = cells.get((name, head))
+        if r is None or r.get(value) is None:
+            return ""
+        text = as_docs(r[value], format)
+        if error is not None and r.get(error) is not None:
+            text += f" +- {as_docs(r[error], format)}"
+        return f"**{text}**" if r[value] == best.get(head) else text
+
+    lines = ["| " + " | ".join([header or row, *map(as_docs, heads)]) + " |", "|" + "---|" * (len(heads) + 1)]
+    lines += ["| " + " | ".join([as_docs(name), *(cell(name, head) for head in heads)]) + " |" for name in names]
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def value(record: dict, rows: list[dict], key: str, error: str | None = None,
+          format: str | None = None) -> str:  # noqa: A002
     if len(rows) != 1:
         raise NumbersError(f"value needs exactly one row, the filters select {len(rows)}")
-    return as_docs(rows[0].get(key), format)
+    text = as_docs(rows[0].get(key), format)
+    return text if error is None else f"{text} +- {as_docs(rows[0].get(error), format)}"
 
 
 def value_range(record: dict, rows: list[dict], key: str, format: str | None = None) -> str:  # noqa: A002
@@ -110,10 +146,11 @@ def machine(record: dict, rows: list[dict]) -> str:
             f"(1 min) {min(loads):.1f}-{max(loads):.1f}")
 
 
-RENDERERS = {"table": table, "value": value, "range": value_range, "count": count, "machine": machine}
+RENDERERS = {"table": table, "grid": grid, "value": value, "range": value_range, "count": count, "machine": machine}
 #: The arguments of each renderer; every other ``key=value`` of a marker selects rows.
-ARGUMENTS = {"table": {"columns", "format", "formats"}, "value": {"key", "format"}, "range": {"key", "format"},
-             "count": set(), "machine": set()}
+ARGUMENTS = {"table": {"columns", "format", "formats"},
+             "grid": {"row", "column", "value", "error", "bold", "header", "format"},
+             "value": {"key", "error", "format"}, "range": {"key", "format"}, "count": set(), "machine": set()}
 
 
 def record_rows(record: dict) -> list[dict]:

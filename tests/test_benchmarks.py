@@ -172,6 +172,110 @@ def test_real_data_prints_a_row_per_agent_and_the_textbook_reference(real_openml
     regret = [benchmark_module("numpy_linucb").run_env("Mushroom-v0", s, 300, cache_dir=real_openml_cache,
                                                         horizon=300) for s in range(2)]
     assert float(rows[2][2].split(" +- ")[0]) == round(float(np.mean(regret)))
+    # The record beside the table holds the same figures, per seed too.
+    record = json.loads(out.with_suffix(".json").read_text())
+    assert [(r["dataset"], r["agent"]) for r in record["rows"]] == [("Mushroom-v0", row[1]) for row in rows]
+    assert record["rows"][2]["regrets"] == pytest.approx(regret)
+    for line, r in zip(rows, record["rows"], strict=True):
+        assert float(line[2].split(" +- ")[0]) == round(r["regret"]) and r["regret"] == pytest.approx(
+            np.mean(r["regrets"])) and (r["rounds"], r["seeds"]) == (300, 2)
+        assert r["se"] == pytest.approx(np.std(r["regrets"], ddof=1) / np.sqrt(2))
+
+
+STORED = """# Real data
+
+## Now: small
+
+| agent | Shuttle-v0 | MagicTelescope-v0 | Mushroom-v0 (8,124 rounds) | wall time (s), Shuttle / Magic / Mushroom |
+|---|---:|---:|---:|---|
+| LinUCB | 837 +- 13 | 2,127 +- 14 | 392 +- 2 | 6.5 / 4.7 / 3.8 |
+| LMCTS-mlp (the paper's LMC-TS; 3f5a294, below) | **240 +- 7** | 2235 +- 26 | **142 +- 7** | 592.9 / 351.8 / 292.3 |
+| numpy textbook LinUCB (alpha = 1, ridge 1; the reference) | 976 +- 11 | 2593 +- 9 | 677 +- 7 | 11.4 / 6.0 / 3.8 |
+| issue 20's targets | 519 | 1,174 | 350 | |
+    | LinTS | 901 +- 11 | 2136 +- 12 | 376 +- 5 | 8.3 / 7.3 / 5.0 |
+
+| size | Shuttle-v0 | MagicTelescope-v0 | Mushroom-v0 |
+|---|---:|---:|---:|
+| 5 seeds | 189 +- 13 -> 209 +- 6 | 1 +- 1 | 2 +- 2 |
+
+## History
+
+| Mushroom-v0 | LinTS | 250 +- 5 | 2.5 | 1.0 |
+"""
+
+
+def test_real_data_record_from_a_stored_table_keeps_each_agent_and_dataset(tmp_path, capsys):
+    """``--record-from`` reads a stored agent x dataset table: bold, separators, each dataset's wall time; the
+    target row, an indented old row and a table of other rows are left out; rounds are cut to a dataset's rows."""
+    real_data = benchmark_module("real_data")
+    page, record = tmp_path / "stored.md", tmp_path / "rec.json"
+    page.write_text(STORED)
+    real_data.main(["--full", "--record-from", str(page), "--section", "Now: small", "--record", str(record)])
+    rows = json.loads(record.read_text())["rows"]
+    assert [(r["agent"], r["dataset"], r["regret"], r["se"], r["wall_s"]) for r in rows[:3]] == [
+        ("LinUCB", "Shuttle-v0", 837, 13, 6.5), ("LinUCB", "MagicTelescope-v0", 2127, 14, 4.7),
+        ("LinUCB", "Mushroom-v0", 392, 2, 3.8)]
+    assert [r["agent"] for r in rows] == ["LinUCB"] * 3 + ["LMCTS-mlp"] * 3 + [real_data.REFERENCE] * 3
+    assert rows[3]["regret"] == 240 and rows[7]["regret"] == 2593
+    assert [r["rounds"] for r in rows[:3]] == [10_000, 10_000, 8_124] and {r["seeds"] for r in rows} == {10}
+    # The script's own rows (dataset first) parse too: the History section's one row.
+    real_data.main(["--record-from", str(page), "--section", "History", "--record", str(record)])
+    assert [(r["agent"], r["regret"], r["se"], r["load"]) for r in json.loads(record.read_text())["rows"]] == [
+        ("LinTS", 250, 5, 1.0)]
+    capsys.readouterr()
+    for argv, message in [(["--record-from", str(page)], "give --record"),
+                          (["--record-from", str(page), "--section", "Later", "--record", str(record)],
+                           "argument --section: no heading starting with 'Later'")]:
+        with pytest.raises(SystemExit):
+            real_data.main(argv)
+        assert message in capsys.readouterr().err
+
+
+def test_result_tables_reads_every_regret_table_by_section():
+    """Each ``| agent | final regret |`` table by section and its place in it; other tables and rows left out."""
+    result_tables = benchmark_module("result_tables")
+    lines = """### Quickstart (`configs/quickstart.yaml`: 5,000 rounds)
+
+| agent | final regret | chosen hyperparameters | wall time |
+|---|---:|---|---:|
+| LMCTS | 177.4 +- 16.4 | step_size=1.0 | 14.3 s |
+| LinTS | failed | - | - |
+
+| agent | Shuttle | Mushroom |
+|---|---|---|
+| LinUCB | 1 +- 1 | 2 +- 2 |
+
+| agent | final regret | wall time | chosen |
+|---|---:|---:|---|
+| LMCTS (linear model) | **1,081.6 +- 34.5** | 3 s | beta 30 |
+
+### Figure 1(a): linear
+
+| agent | final regret |
+|---|---:|
+| EpsGreedy | 476.4 +- 180.8 |
+""".splitlines()
+    assert result_tables.table_rows(lines) == [
+        {"section": "Quickstart", "table": 1, "agent": "LMCTS", "regret": 177.4, "se": 16.4, "chosen": "step_size=1.0"},
+        {"section": "Quickstart", "table": 2, "agent": "LMCTS", "regret": 1081.6, "se": 34.5, "chosen": "beta 30"},
+        {"section": "Figure 1(a)", "table": 1, "agent": "EpsGreedy", "regret": 476.4, "se": 180.8, "chosen": None}]
+
+
+@pytest.mark.parametrize(("record", "argv"), [
+    ("real_data", ["real_data", "--record-from", "benchmarks/results/real_data.md", "--section",
+                   "Now: 5 seeds x 5,000 rounds"]),
+    ("real_data_full", ["real_data", "--full", "--record-from", "benchmarks/results/real_data.md", "--section",
+                        "Now: the paper's size"]),
+    ("paper_figures", ["result_tables", "benchmarks/results/paper_figures.md", "--section", "The runs"]),
+    ("fig2_grid", ["result_tables", "benchmarks/results/fig2_grid.md", "--section", "Rerun after 3f5a294"]),
+])
+def test_committed_table_records_are_their_tables_read_again(record, argv, tmp_path, monkeypatch, capsys):
+    """The records the docs' figures come from are the stored tables read again, row for row (none typed in)."""
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / f"{record}.json"
+    benchmark_module(argv[0]).main([*argv[1:], "--record", str(out)])
+    assert json.loads(out.read_text())["rows"] == json.loads((ROOT / "benchmarks" / "results" / f"{record}.json")
+                                                             .read_text())["rows"]
 
 
 def test_code_size_counts_a_toy_file_and_a_named_function():

@@ -72,6 +72,32 @@ def test_docs_numbers_table_formats_one_column_apart_from_the_rest(root):
     assert "| 1 | 0.456 |" in filled and "| 1,000 | 12.340 |" in filled  # .3f on speed, not the .1f of the rest
 
 
+GRID = {"name": "grid", "rows": [{"agent": "A", "data": "X", "regret": 1250.0, "se": 12.0},
+                                 {"agent": "A", "data": "Y", "regret": 30.0, "se": 2.0},
+                                 {"agent": "B", "data": "X", "regret": 980.0, "se": 9.5},
+                                 {"agent": "B", "data": "Y", "regret": 41.0, "se": None},
+                                 {"agent": "C", "data": "Y", "regret": 29.0, "se": 1.0}]}
+
+
+def test_docs_numbers_grid_pivots_rows_into_a_table_with_each_columns_best_in_bold(root):
+    (root / "benchmarks" / "results" / "grid.json").write_text(json.dumps(GRID))
+    marker = "<!-- numbers: grid grid row=agent column=data value=regret error=se bold=min format=,.0f -->"
+    filled, _ = NUMBERS.fill(f"{marker}<!-- end numbers -->", root / "benchmarks" / "results")
+    assert NUMBERS.REGION.sub(lambda m: m["body"], filled) == (
+        "\n| agent | X | Y |\n|---|---|---|\n| A | 1,250 +- 12 | 30 +- 2 |\n| B | **980 +- 10** | 41 |\n"
+        "| C |  | **29 +- 1** |\n")  # C has no X (an empty cell); B's Y has no s.e.
+    text = ("<!-- numbers: grid value key=regret error=se agent=A data=X -->?<!-- end numbers --> and "
+            "<!-- numbers: grid grid row=data column=agent value=regret bold=max header=set agent=A,B -->"
+            "<!-- end numbers -->")
+    filled, _ = NUMBERS.fill(text, root / "benchmarks" / "results")
+    assert NUMBERS.REGION.sub(lambda m: m["body"], filled) == (
+        "1,250 +- 12.0 and \n| set | A | B |\n|---|---|---|\n| X | **1,250** | **980** |\n| Y | 30.0 | 41.0 |\n")
+    for spec, message in [("grid grid row=agent column=agent value=regret", "two rows have agent='A'"),
+                          ("grid grid row=agent column=data value=regret bold=median", "bold must be min or max")]:
+        with pytest.raises(NUMBERS.NumbersError, match=message):
+            NUMBERS.fill(f"<!-- numbers: {spec} -->?<!-- end numbers -->", root / "benchmarks" / "results")
+
+
 @pytest.mark.parametrize(("spec", "message"), [
     ("toy table columns=R formats=speed=.3f", "formats names fields that are not columns: ['speed']"),
     ("toy value key=speed agent=LinUCB", "value needs exactly one row, the filters select 2"),
