@@ -90,7 +90,7 @@ AGENTS = {
     "FGLMCTS": (FGLMCTS, {}), "MALATS": (MALATS, {}), "HMCTS": (HMCTS, {}), "ULMCTS": (ULMCTS, {}),
     "EnsembleSampling": (EnsembleSampling, {}), "UniformRandom": (UniformRandom, {}),
 }
-REFERENCE = "numpy LinUCB (textbook: alpha = 1, ridge 1)"
+REFERENCE = "numpy textbook LinUCB"  # alpha = 1, ridge 1
 
 
 def cache_dir(given: str | None) -> Path:

@@ -8,10 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 from benchmark_scripts import benchmark_module  # tests/integration is on pytest's pythonpath
+
+from agents import LinUCB
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -322,3 +325,32 @@ def test_threads_benchmark_covers_digits_and_the_neural_agents_on_the_quadratic_
     # LinUCB on digits; NeuralTS on digits and on the quadratic bandit (the linear agents are left out there).
     assert rows == [["| ClassificationBandit-v0", "1", "LinUCB"], ["| ClassificationBandit-v0", "1", "NeuralTS"],
                     ["| QuadraticBandit-v0", "1", "NeuralTS"]], out
+
+
+def test_defaults_benchmark_runs_agents_with_settings_and_records_every_seed(tmp_path, capsys, one_torch_thread):
+    defaults = benchmark_module("defaults")
+    out = tmp_path / "defaults.md"
+    defaults.main(["--envs", "LinearBanditFixed-v0", "--agents", "LinUCB", "LinUCB:exploration_scale=0.0",
+                   "--rounds", "40", "--seeds", "3", "--out", str(out)])
+    printed = capsys.readouterr().out
+    rows = json.loads(out.with_suffix(".json").read_text())["rows"]
+    assert [r["agent"] for r in rows] == ["LinUCB", "LinUCB:exploration_scale=0.0"]
+    for r in rows:
+        assert (r["rounds"], r["seeds"], len(r["regrets"])) == (40, 3, 3)
+        assert r["worst"] == max(r["regrets"]) and r["regret"] == pytest.approx(np.mean(r["regrets"]))
+        assert f"| {r['regret']:.1f} +- {r['se']:.1f} | {r['worst']:.0f} |" in printed
+    assert rows[0]["regrets"] != rows[1]["regrets"]  # the setting reached the agent (no bonus: another run)
+    # The same run by hand: replica s of the batch is seed s.
+    env = gym.make_vec("LinearBanditFixed-v0", num_envs=3, vectorization_mode="vector_entry_point", device="cpu")
+    by_hand = LinUCB(env, seed=0).learn(40).history["regret"].sum(axis=0)
+    assert rows[0]["regrets"] == pytest.approx(by_hand.tolist())
+
+
+@pytest.mark.parametrize(("text", "message"), [("NoSuchAgent", "'NoSuchAgent' is not an agent"),
+                                               ("LinUCB:exploration_scale", "settings are key=value"),
+                                               ("LinUCB:exploration_scale=high", "is not a Python literal")])
+def test_defaults_benchmark_names_a_bad_agent(text, message, capsys):
+    defaults = benchmark_module("defaults")
+    with pytest.raises(SystemExit):
+        defaults.main(["--envs", "LinearBandit-v0", "--agents", text])
+    assert message in capsys.readouterr().err

@@ -31,11 +31,13 @@ class ScaledFeatures:
         lambda_reg: ``lambda`` per replica ``(R,)``.
         schedule: The step schedule (the bound is kept for ``"inverse_lambda_max"``).
         scale_features: Whether the penalty and the preconditioner follow ``D``.
+        members: Model replicas per replica (:class:`agents.ensemble.EnsembleSampling`'s ``M``): the model's
+            penalty is each replica's, repeated for its members.
     """
 
     def __init__(self, model: RewardModel, arm_features: ArmFeatures, lambda_reg: torch.Tensor, schedule: str,
-                 scale_features: bool) -> None:
-        self.model, self.arm_features, self.lambda_reg = model, arm_features, lambda_reg
+                 scale_features: bool, members: int = 1) -> None:
+        self.model, self.arm_features, self.lambda_reg, self.members = model, arm_features, lambda_reg, members
         self.track, self.scale_features = schedule == "inverse_lambda_max", scale_features
         self.linear = isinstance(model, LinearModel)
         self.weight = 1.0 if self.linear else 0.125  # the GLM: V = lambda D + sum z z^T / 8
@@ -92,7 +94,7 @@ class ScaledFeatures:
         if self.bound_gram is not None:
             old = self.model.penalty if self.model.penalty is not None else self.lambda_reg[:, None].expand_as(penalty)
             self.bound_gram = self.bound_gram - torch.diag_embed(old) + torch.diag_embed(penalty)
-        self.model.set_penalty(penalty)
+        self.model.set_penalty(penalty.repeat_interleave(self.members, dim=0))
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The features' mean squares, ``top``, and ``scales`` / ``bound_gram`` where kept."""

@@ -54,7 +54,7 @@ AGENT_METHODS = ("_as_contexts", "_select", "_as_rewards", "_observe")
 #: ``CHECK_ROUNDS`` rounds (:meth:`agents.base.BanditAgent._end_round`).
 ROUND_COST = {
     "DiscountedLinUCB": (49, 76, 1),
-    "EnsembleSampling": (43, 126, 2),
+    "EnsembleSampling": (45, 133, 2),
     "EpsGreedy": (27, 95, 0),
     "FGLMCTS": (3459, 3547, 2),
     "GLMTSL": (111, 193, 3),

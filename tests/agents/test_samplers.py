@@ -35,11 +35,13 @@ def posterior_fit(cls, num_replicas=N_CHAINS, **kwargs):
     return agent
 
 
-def misfit(samples: torch.Tensor) -> tuple[float, float]:
+def misfit(samples: torch.Tensor, penalty: torch.Tensor | None = None) -> tuple[float, float]:
     """Largest |error| in standard errors of the sample mean and covariance of ``samples`` (N, 3) against the exact
-    posterior N(V^-1 b, (2 beta)^-1 V^-1): s.e. sqrt(S_ii / N) for the mean, sqrt((S_ii S_jj + S_ij^2) / N) for
-    the covariance (Gaussian samples). Under the exact law each entry exceeds 5 with probability < 1e-6."""
-    v = torch.eye(3, dtype=torch.float64) + FEATURES.double().T @ FEATURES.double()
+    posterior N(V^-1 b, (2 beta)^-1 V^-1), ``V = diag(penalty) + X^T X`` (penalty: lambda = 1 for each feature by
+    default): s.e. sqrt(S_ii / N) for the mean, sqrt((S_ii S_jj + S_ij^2) / N) for the covariance (Gaussian
+    samples). Under the exact law each entry exceeds 5 with probability < 1e-6."""
+    penalty = torch.ones(3) if penalty is None else penalty
+    v = torch.diag(penalty.double()) + FEATURES.double().T @ FEATURES.double()
     mean = torch.linalg.solve(v, FEATURES.double().T @ REWARDS.double())
     cov = torch.linalg.inv(v) / (2 * BETA)
     s, n = samples.double(), samples.shape[0]
@@ -89,9 +91,23 @@ def test_ensemble_members_are_exact_posterior_samples_for_the_linear_model():
     """Member m solves V theta = b + sum_s z_{s,m} x_s + lambda theta_{0,m} with z ~ N(0, 1/(2 beta)) and
     theta_0 ~ N(0, I/(2 beta lambda)): mean V^-1 b, covariance V^-1 (X^T X + lambda I) V^-1 / (2 beta) =
     (2 beta)^-1 V^-1. 400 replicas of 10 members are 4000 independent draws."""
-    agent = posterior_fit(EnsembleSampling, num_replicas=400, n_members=10)
+    agent = posterior_fit(EnsembleSampling, num_replicas=400, n_members=10, scale_features=False)
     z_mean, z_cov = misfit(agent.theta)
     assert z_mean < 5 and z_cov < 5, (z_mean, z_cov)
+
+
+def test_ensemble_members_are_exact_posterior_samples_with_scaled_features():
+    """At the defaults the penalty is lambda D (D: each feature's mean square over the rows shown, renewed at
+    rounds 2, 4, 8, ...) and theta_0 = D^(-1/2) u, u ~ N(0, I/(2 beta lambda)): lambda D theta_0 ~ N(0, lambda D /
+    (2 beta)), so member m is an exact draw of N(V^-1 b, (2 beta)^-1 V^-1) with V = lambda D + X^T X. The rows'
+    scales (0.50-0.68) are not 1, and the plain posterior (penalty lambda) fails the same criterion."""
+    agent = posterior_fit(EnsembleSampling, num_replicas=400, n_members=10)
+    scales = agent.scaling.scales[0]  # D, the same for every replica (the same rows)
+    assert torch.equal(agent.scaling.scales, scales.expand_as(agent.scaling.scales))
+    assert not torch.allclose(scales, torch.ones(3), atol=0.1), scales
+    z_mean, z_cov = misfit(agent.theta, penalty=scales)
+    assert z_mean < 5 and z_cov < 5, (z_mean, z_cov)
+    assert max(misfit(agent.theta)) > 5
 
 
 def test_vits_moves_to_the_gaussian_fixed_point_of_its_update():
