@@ -354,3 +354,36 @@ def test_defaults_benchmark_names_a_bad_agent(text, message, capsys):
     with pytest.raises(SystemExit):
         defaults.main(["--envs", "LinearBandit-v0", "--agents", text])
     assert message in capsys.readouterr().err
+
+
+def test_showdown_reference_plays_the_warm_up_and_pays_the_showdowns_rewards():
+    """The numpy reference of the Showdown's LinFullPost: its first 2 K = 4 rounds play the arms in turn (0, 1, 0, 1),
+    no eat pays 0, eating pays 5 for an edible row and the fair coin's -35 or +5 for a poisonous one, and regret is
+    against the expected optimum (5 for an edible row, 0 for a poisonous one); the same seed gives the same run."""
+    reference = benchmark_module("showdown_linfullpost")
+    features = np.eye(6)
+    edible = np.array([True, False, True, False, True, False])
+    draws = np.random.RandomState(7)  # noqa: NPY002  (the reference's generator, drawn in its order)
+    rows = draws.choice(6, 4, replace=True)
+    coin = draws.choice([-35.0, 5.0], p=[0.5, 0.5], size=4)
+    good = edible[rows]
+    paid = sum((5.0 if good[t] else coin[t]) for t in (1, 3))  # rounds 1 and 3 eat
+    expected = 5.0 * good.sum() - paid
+    assert reference.reference_run(features, edible, 7, contexts=4) == expected
+    assert reference.reference_run(features, edible, 7, contexts=30) == reference.reference_run(features, edible, 7,
+                                                                                              contexts=30)
+
+
+def test_showdown_linfullpost_benchmark_records_both_implementations(real_openml_cache, tmp_path, capsys,
+                                                                     one_torch_thread):
+    reference = benchmark_module("showdown_linfullpost")
+    out = tmp_path / "linfullpost.md"
+    reference.main(["--seeds", "2", "--contexts", "40", "--cache-dir", str(real_openml_cache), "--out", str(out)])
+    rows = json.loads(out.with_suffix(".json").read_text())["rows"]
+    assert [r["implementation"] for r in rows] == ["ours", "reference"]
+    for r in rows:
+        assert r["runs"] == 2 and r["regret"] == pytest.approx(np.mean(r["regrets"]))
+        assert r["min"] <= r["q1"] <= r["median"] <= r["q3"] <= r["max"]
+        assert r["at_most_published"] == sum(v <= 870 for v in r["regrets"])
+    ours = reference.ours(2, real_openml_cache, 40)
+    assert rows[0]["regrets"] == pytest.approx(ours.tolist())
