@@ -27,8 +27,9 @@ class EnsembleSampling(BanditAgent):
     Member ``m`` of replica ``r`` minimises ``sum_s loss(f(z_s; theta), r_s + z_{s,m}) + (theta - theta_{0,m})^T P
     (theta - theta_{0,m})``: every reward it learns from carries its own noise ``z ~ N(0, 1 / (2 beta))`` and it is
     pulled towards its own prior draw ``theta_{0,m} ~ N(0, (2 beta P)^-1)`` (neural models: towards its own
-    initial weights, a randomised prior). The linear and glm models see LMC-TS's features ``z`` (per-arm constants
-    on one-hot-block arms) with LMC-TS's penalty ``P = lambda D`` (``scale_features``; else ``P = lambda``). For the
+    initial weights, a randomised prior). The linear model sees LMC-TS's features ``z`` (per-arm constants on
+    one-hot-block arms) with LMC-TS's penalty ``P = lambda D`` (``scale_features``; else ``P = lambda``; the glm
+    model's default). For the
     linear model each member is then an exact sample of ``N(V^-1 b, (2 beta)^-1 V^-1)``, ``V = P + sum z z^T``,
     LMC-TS's target, and is solved exactly; other models take ``n_inner_steps`` gradient steps of size ``eta_t`` per
     round from the last fit. Round ``t`` plays the greedy arm of a member drawn uniformly (stream ``EXPLORE``). The
