@@ -5,11 +5,11 @@ A checkpoint holds what the rounds played so far made, never the env: the agent'
 of every round so far ``(k, R)``, and the time spent in all, in arm selection and in updates (a
 continued cell's times include the runs before it). The env is a pure function of its seeds and the
 arms played, so on resume it is reset with the agent's seeds and the ``k`` recorded rounds are
-stepped again, which costs the env's own share of those rounds (measured on a loaded 2-core CPU:
-10,000 rounds of LinearBandit-v0 at R = 20 replayed in 8.1 s, played with LinUCB in 24 s; the state is
-3.3 MB, saved in 0.04 s); the regret it gives back must equal the recorded one, else the checkpoint
-is not used. The rounds after ``k`` are then those of a run that was never interrupted,
-bit for bit (same seed, batch and device; tested for every agent class).
+stepped again, which costs the env's own share of those rounds (``benchmarks/checkpoint_replay.py``
+times the replay against the play; its record is ``benchmarks/results/checkpoint_replay.json``); the
+regret it gives back must equal the recorded one, else the checkpoint is not used. The rounds after
+``k`` are then those of a run that was never interrupted, bit for bit (same seed, batch and device;
+tested for every agent class).
 
 A checkpoint is bound to what makes the cell's numbers (the cell config, the batch's grid points,
 the device, the package versions and the kernel switch); one made otherwise, or one that cannot be

@@ -19,6 +19,8 @@ selects rows: the rows whose field ``key`` is one of the comma-separated values 
   ``bold=min`` or ``bold=max`` sets each column's lowest or highest ``c`` in bold; ``header=`` names the first
   column, ``format=`` as for ``table``);
 - ``value key=field``: the field of the one selected row (``error=e`` adds ``+- e``);
+- ``ratio key=field over=other``: the one selected row's ``field`` divided by its ``other`` (``format=.0%``
+  writes it as a percentage);
 - ``range key=field``: ``low-high`` of the field over the selected rows (one value where they agree);
 - ``count``: how many rows the filters select;
 - ``machine``: how the record was measured: the command, the CPU model, its cores and the load average.
@@ -128,6 +130,15 @@ def value(record: dict, rows: list[dict], key: str, error: str | None = None,
     return text if error is None else f"{text} +- {as_docs(rows[0].get(error), format)}"
 
 
+def ratio(record: dict, rows: list[dict], key: str, over: str, format: str | None = None) -> str:  # noqa: A002
+    if len(rows) != 1:
+        raise NumbersError(f"ratio needs exactly one row, the filters select {len(rows)}")
+    top, bottom = rows[0].get(key), rows[0].get(over)
+    if not isinstance(top, (int, float)) or not isinstance(bottom, (int, float)) or not bottom:
+        raise NumbersError(f"ratio needs numbers {key!r} and {over!r} (nonzero), the row has {top!r} and {bottom!r}")
+    return as_docs(top / bottom, format)
+
+
 def value_range(record: dict, rows: list[dict], key: str, format: str | None = None) -> str:  # noqa: A002
     values = [row[key] for row in rows if row.get(key) is not None]
     if not values:
@@ -146,11 +157,13 @@ def machine(record: dict, rows: list[dict]) -> str:
             f"(1 min) {min(loads):.1f}-{max(loads):.1f}")
 
 
-RENDERERS = {"table": table, "grid": grid, "value": value, "range": value_range, "count": count, "machine": machine}
+RENDERERS = {"table": table, "grid": grid, "value": value, "ratio": ratio, "range": value_range, "count": count,
+             "machine": machine}
 #: The arguments of each renderer; every other ``key=value`` of a marker selects rows.
 ARGUMENTS = {"table": {"columns", "format", "formats"},
              "grid": {"row", "column", "value", "error", "bold", "header", "format"},
-             "value": {"key", "error", "format"}, "range": {"key", "format"}, "count": set(), "machine": set()}
+             "value": {"key", "error", "format"}, "ratio": {"key", "over", "format"}, "range": {"key", "format"},
+             "count": set(), "machine": set()}
 
 
 def record_rows(record: dict) -> list[dict]:

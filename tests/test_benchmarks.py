@@ -125,9 +125,9 @@ def test_linear_paper_without_replaces_each_kernel_it_names(monkeypatch):
     assert torch.allclose(rng.approx_normal(keys, 1, 0, (3,)), rng.normal(keys, 1, 0, (3,)))
     x, theta = torch.randn(2, 4, 3), torch.randn(2, 3)
     assert torch.allclose(_kernels.linear_scores(x, theta), torch.einsum("rkd,rd->rk", x, theta), atol=1e-6)
-    monkeypatch.delattr(_kernels, "add_observation")  # as a rename would leave it
-    with pytest.raises(ValueError, match="add_observation"):
-        linear_paper.without_kernels(["add_observation"])
+    monkeypatch.delattr(_kernels, "linear_scores")  # as a rename would leave it
+    with pytest.raises(ValueError, match="linear_scores"):
+        linear_paper.without_kernels(["linear_scores"])
 
 
 def test_growing_table_keeps_the_file_whole(tmp_path, capsys):
@@ -264,6 +264,45 @@ def test_result_tables_reads_every_regret_table_by_section():
         {"section": "Figure 1(a)", "table": 1, "agent": "EpsGreedy", "regret": 476.4, "se": 180.8, "chosen": None}]
 
 
+def test_result_tables_every_table_reads_each_row_by_its_headers():
+    """``--every-table``: every table, one row per table row, one field per column; a cell ``mean +- se`` (a note in
+    brackets after it kept) as two fields, a number as a number, anything else as text."""
+    result_tables = benchmark_module("result_tables")
+    lines = """### Linear: the scales
+
+| Agent | scale c | `LinearBandit-v0` (new arms each round) | fixed arms: worst seed |
+|---|---|---|---:|
+| LinUCB | **0.5** | **225 +- 18** | 1,276 |
+| LinTS | old default (0.02) | 268.0 +- 10.3 (before: 260.9 +- 15.1) | 1373 (seed 0) |
+
+| agent | wall time (s) | regret |
+|---|---:|---|
+| LMCTS | 57.3 | 584 +- 10 -> 490 +- 5 |
+| UniformRandom | 0.0017 | |
+""".splitlines()
+    assert result_tables.every_table_rows(lines) == [
+        {"section": "Linear", "table": 1, "agent": "LinUCB", "scale_c": 0.5, "linearbandit_v0": 225.0,
+         "linearbandit_v0_se": 18.0, "fixed_arms_worst_seed": 1276},
+        {"section": "Linear", "table": 1, "agent": "LinTS", "scale_c": "old default (0.02)", "linearbandit_v0": 268.0,
+         "linearbandit_v0_se": 10.3, "linearbandit_v0_note": "before: 260.9 +- 15.1",
+         "fixed_arms_worst_seed": "1373 (seed 0)"},
+        {"section": "Linear", "table": 2, "agent": "LMCTS", "wall_time": 57.3, "regret": "584 +- 10 -> 490 +- 5"},
+        {"section": "Linear", "table": 2, "agent": "UniformRandom", "wall_time": 0.0017, "regret": None}]
+
+
+def test_checkpoint_replay_benchmark_restores_what_it_played(tmp_path, one_torch_thread):
+    """benchmarks/checkpoint_replay.py: the checkpoint of the rounds played restores a fresh agent and env (the
+    replay's regret matches), one record row per repeat."""
+    checkpoint_replay = benchmark_module("checkpoint_replay")
+    record = tmp_path / "replay.json"
+    assert checkpoint_replay.main(["--rounds", "30", "--replicas", "2", "--repeats", "2", "--warmup", "0",
+                                   "--record", str(record)]) == 0
+    data = json.loads(record.read_text())
+    assert data["settings"]["rounds"] == 30 and len(data["rows"]) == 2 and len(data["load_average"]) == 3
+    assert {row["repeat"] for row in data["rows"]} == {1, 2}
+    assert all(row["play_s"] > 0 and row["replay_s"] > 0 and row["state_mb"] > 0 for row in data["rows"])
+
+
 @pytest.mark.parametrize(("record", "argv"), [
     ("real_data", ["real_data", "--record-from", "benchmarks/results/real_data.md", "--section",
                    "Now: 5 seeds x 5,000 rounds"]),
@@ -271,6 +310,12 @@ def test_result_tables_reads_every_regret_table_by_section():
                         "Now: the paper's size"]),
     ("paper_figures", ["result_tables", "benchmarks/results/paper_figures.md", "--section", "The runs"]),
     ("fig2_grid", ["result_tables", "benchmarks/results/fig2_grid.md", "--section", "Rerun after 3f5a294"]),
+    ("fig3_standin", ["result_tables", "benchmarks/results/paper_figures.md", "--section", "Figure 3",
+                      "--every-table"]),
+    ("baseline_defaults", ["result_tables", "benchmarks/results/real_data.md", "--section", "The baselines' defaults",
+                           "--every-table"]),
+    ("linear_paper_run23", ["result_tables", "benchmarks/results/linear_paper.md", "--section", "Run 23",
+                            "--every-table"]),
 ])
 def test_committed_table_records_are_their_tables_read_again(record, argv, tmp_path, monkeypatch, capsys):
     """The records the docs' figures come from are the stored tables read again, row for row (none typed in)."""

@@ -66,6 +66,14 @@ def test_docs_numbers_value_range_and_machine_render_inline(root):
         "`python benchmarks/toy.py --rounds 5` on Toy CPU (2 cores), load average (1 min) 1.2-2.5")
 
 
+def test_docs_numbers_ratio_divides_one_rows_fields(root):
+    """``ratio key=a over=b``: the one row's ``a / b``, as a percentage with ``format=.0%``."""
+    text = ('<!-- numbers: toy ratio key=speed over=R format=.1% agent=LinUCB R=1000 -->?<!-- end numbers -->; '
+            '<!-- numbers: toy ratio key=R over=speed agent="env.step alone" -->?<!-- end numbers -->')
+    filled, _ = NUMBERS.fill(text, root / "benchmarks" / "results")
+    assert NUMBERS.REGION.sub(lambda m: m["body"], filled) == "1.2%; 2.89"
+
+
 def test_docs_numbers_table_formats_one_column_apart_from_the_rest(root):
     marker = '<!-- numbers: toy table columns="R,speed" format=.1f formats=speed=.3f agent=LinUCB -->'
     filled, _ = NUMBERS.fill(f"{marker}<!-- end numbers -->", root / "benchmarks" / "results")
@@ -105,6 +113,8 @@ def test_docs_numbers_grid_pivots_rows_into_a_table_with_each_columns_best_in_bo
     ("missing table columns=a", "no record"),
     ("toy plot key=speed", "a marker is 'record renderer key=value ...'"),
     ("toy value speed", "arguments must be key=value, got ['speed']"),
+    ("toy ratio key=speed over=R agent=LinUCB", "ratio needs exactly one row, the filters select 2"),
+    ("toy ratio key=speed over=agent R=1", "ratio needs numbers 'speed' and 'agent' (nonzero)"),
 ])
 def test_docs_numbers_bad_region_names_the_page_line_and_region(root, spec, message):
     text = f"One.\nTwo <!-- numbers: {spec} -->3<!-- end numbers -->\n"
