@@ -95,7 +95,8 @@ SPEED_ONLY: list[tuple[str, str | None, bool, str, str]] = [
      "rows: agents-linear_scores agents-linear_scores-160"),
     ("agents/_kernels.py", "_linear_scores", True, "helper of linear_scores", _HELPER),
     ("agents/_kernels.py", "add_observation", True, "numba loop of agents.models.reward.add_observation (the same "
-     "bits)", "rows: add_observation add_observation-160"),
+     "bits; one torch call for seven: without it linear LMC-TS makes 26 torch calls a round, over issue 39's 20, "
+     "tests/agents/test_round_cost.py)", "rows: add_observation add_observation-160"),
     ("agents/_kernels.py", "_add_observation", True, "helper of add_observation", _HELPER),
     ("agents/_kernels.py", "enabled_with_float64", True, "helper of add_outer (the switch, with V float64)", _HELPER),
     *[entry for name, what in (("ridge_update", "agents.linear.ridge_update (LinUCB, EpsGreedy)"),
@@ -140,7 +141,8 @@ SPEED_ONLY: list[tuple[str, str | None, bool, str, str]] = [
      "dispatch to the hand-written backward (else autograd)", _HELPER),
     ("agents/models/mlp.py", "MLPModel.gradient_norms", True, "dispatch to the hand-written backward (else autograd)",
      _HELPER),
-    ("agents/base.py", "_replica_index", False, "a cache: arange(R) made once per size and device",
+    ("agents/base.py", "_replica_index", False, "a cache: arange(R) made once per size and device (one "
+     "torch call a round fewer for every agent: each round-cost bound in tests/agents/test_round_cost.py counts it)",
      "rows: replica_index"),
     ("agents/_kernels.py", "unique_argmax", True, "a shortcut of BanditAgent._argmax: on CPU, no tie-breaking draws "
      "where no replica has a tie (random_argmax's answer, whatever the draws)",
