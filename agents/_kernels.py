@@ -6,9 +6,10 @@ What each earns: ``benchmarks/speed_devices.py`` (``benchmarks/results/speed_dev
 against its torch function with ``torch.testing.assert_close``:
 
 * numba loops of ``langevin_steps`` (linear model), ``linear_scores``, ``add_observation``, and of the ridge agents'
-  round in :mod:`agents.linear`: ``ridge_update``, ``potter_update``, ``add_outer``, ``add_feature_sums``
-  (``tests/agents/test_kernels.py``); the agents' normal draws are ``bandit_gym.rng.approx_normal``, whose
-  compiled loop is the package's one Box-Muller kernel (``bandit_gym/_rng_kernels.py``);
+  round in :mod:`agents.linear`: ``ridge_update``, ``potter_update``, ``add_outer``, ``add_feature_sums``,
+  ``ucb_scores`` (``tests/agents/test_kernels.py``); the agents' normal draws are
+  ``bandit_gym.rng.approx_normal``, whose compiled loop is the package's one Box-Muller kernel
+  (``bandit_gym/_rng_kernels.py``);
 * off the CPU, ``langevin_steps`` (linear model) in its affine form, one batched product per step
   (``linear_langevin_affine``; ``enabled_off_cpu()`` switches it, ``tests/agents/test_kernels.py``);
 * :class:`agents.models.mlp.MLPModel`'s hand-written backward pass (``mlp_gradient``, ``mlp_gradient_squares``,
@@ -26,6 +27,7 @@ The variable is read at each call, so a test can switch it.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 
 import numpy as np
@@ -134,6 +136,30 @@ def linear_scores(contexts: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
     """Loop version of :func:`agents.models.reward.linear_scores`: ``x . theta`` per arm, ``(R, K)``."""
     out = np.empty(contexts.shape[:2], np.float32)
     _linear_scores(contexts.numpy(), theta.numpy(), out)
+    return torch.from_numpy(out)
+
+
+# -- agents.linear.ucb_scores ---------------------------------------------------------------------------
+@njit(**_JIT)
+def _ucb_scores(x, theta, x_gram_inverse, nu, out):
+    R, K, d = x.shape
+    for r in range(R):
+        for k in range(K):
+            mean = np.float32(0.0)
+            quadratic = np.float32(0.0)  # x^T V^-1 x = (x^T V^-1) . x
+            for j in range(d):
+                mean += x[r, k, j] * theta[r, j]
+                quadratic += x_gram_inverse[r, k, j] * x[r, k, j]
+            out[r, k] = mean + nu[r] * np.float32(math.sqrt(max(quadratic, np.float32(0.0))))
+
+
+def ucb_scores(contexts: torch.Tensor, theta_hat: torch.Tensor, gram_inverse: torch.Tensor,
+               nu: torch.Tensor) -> torch.Tensor:
+    """Loop version of :func:`agents.linear.ucb_scores`: ``x . theta_hat + nu sqrt(x^T V^-1 x)`` per arm, ``(R, K)``,
+    in two calls (the batched product ``x^T V^-1``, then one loop for the rest) where the torch definition makes
+    nine."""
+    out = np.empty(contexts.shape[:2], np.float32)
+    _ucb_scores(contexts.numpy(), theta_hat.numpy(), (contexts @ gram_inverse).numpy(), nu.numpy(), out)
     return torch.from_numpy(out)
 
 

@@ -47,6 +47,8 @@ def ucb_scores(contexts: torch.Tensor, theta_hat: torch.Tensor, gram_inverse: to
 
     ``(R, K, d), (R, d), (R, d, d), (R,) -> (R, K)``.
     """
+    if _kernels.enabled(contexts, theta_hat, gram_inverse, nu):
+        return _kernels.ucb_scores(contexts, theta_hat, gram_inverse, nu)
     mean = linear_scores(contexts, theta_hat)  # (R, K)
     width = ((contexts @ gram_inverse) * contexts).sum(dim=-1).clamp(min=0).sqrt()  # (R, K); clamp: rounding
     return mean + nu.unsqueeze(1) * width

@@ -102,7 +102,9 @@ SPEED_ONLY: list[tuple[str, str | None, bool, str, str]] = [
     *[entry for name, what in (("ridge_update", "agents.linear.ridge_update (LinUCB, EpsGreedy)"),
                                ("potter_update", "agents.linear.potter_update (LinTS)"),
                                ("add_outer", "agents.linear.add_outer (V + x x^T in float64)"),
-                               ("add_feature_sums", "agents.linear.add_feature_sums"))
+                               ("add_feature_sums", "agents.linear.add_feature_sums"),
+                               ("ucb_scores", "agents.linear.ucb_scores (LinUCB, UCB-GLM, the discounted and "
+                                "sliding-window LinUCBs)"))
       for entry in (("agents/_kernels.py", name, True, f"numba loop of {what}", f"rows: {name} {name}-10 {name}-100"),
                     ("agents/_kernels.py", f"_{name}", True, f"helper of {name}", _HELPER))],
     ("agents/_kernels.py", "act_backward", True, "helper of MLPModel's hand-written backward pass", _HELPER),

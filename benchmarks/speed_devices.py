@@ -232,17 +232,20 @@ def ridge_calls(replicas: int) -> dict[str, Callable[[], object]]:
     contexts, _, eye, moment = linear_rows(replicas)
     x, rewards = contexts[:, 0].contiguous(), torch.ones(replicas)
     sums, counts, gram = torch.ones(replicas, 20), torch.zeros(replicas, 20), eye.double()
+    nu = torch.ones(replicas)
     return {"ridge_update": lambda: linear.ridge_update(eye, moment, x, rewards),
             "potter_update": lambda: linear.potter_update(eye, moment, x, rewards),
             "add_outer": lambda: linear.add_outer(gram, x),
-            "add_feature_sums": lambda: linear.add_feature_sums(sums, counts, contexts)}
+            "add_feature_sums": lambda: linear.add_feature_sums(sums, counts, contexts),
+            "ucb_scores": lambda: linear.ucb_scores(contexts, moment, eye, nu)}
 
 
 #: The ridge agents' round functions and what each does.
 RIDGE = {"ridge_update": "Sherman-Morrison, b + r x and V^-1 b (LinUCB)",
          "potter_update": "Potter's update, b + r x and S S^T b (LinTS)",
          "add_outer": "V + x x^T in float64 (the ridge agents)",
-         "add_feature_sums": "the features' sums of squares and nonzero counts (K = 50 rows)"}
+         "add_feature_sums": "the features' sums of squares and nonzero counts (K = 50 rows)",
+         "ucb_scores": "LinUCB's scores x . theta_hat + nu sqrt(x^T V^-1 x) (K = 50 rows)"}
 RIDGE_CASES = [Case(name if R == 1 else f"{name}-{R}", f"agents/_kernels.py:{name}", f"agents.linear.{name}",
                     f"{what}, R = {R}", False, lambda name=name, R=R: switch(ridge_calls(R)[name]))
                for name, what in RIDGE.items() for R in (1, 10, 100)]

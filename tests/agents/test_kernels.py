@@ -118,10 +118,10 @@ def _ridge_round(R=6, K=9, d=5, seed=7):
 
 
 def test_the_ridge_round_kernels_equal_torch(monkeypatch):
-    """``ridge_update``, ``potter_update``, ``add_outer``, ``add_feature_sums`` and ``ucb_scores`` (whose mean is the
-    kernel of ``linear_scores``) of :mod:`agents.linear` with the kernels on and off. Tolerances: float32 sums of
-    ``d = 5`` products of O(1) values in another order, a few ulps; ``add_outer`` is float64 of float32 products
-    (exact) and ``add_feature_sums`` counts exactly."""
+    """``ridge_update``, ``potter_update``, ``add_outer``, ``add_feature_sums`` and ``ucb_scores`` of
+    :mod:`agents.linear` with the kernels on and off. Tolerances: float32 sums of ``d = 5`` products of O(1) values
+    in another order, a few ulps; ``add_outer`` is float64 of float32 products (exact) and ``add_feature_sums``
+    counts exactly."""
     from agents import linear
 
     gram, inverse, root, moment, contexts, x, rewards = _ridge_round()
