@@ -152,10 +152,12 @@ SPEED_ONLY: list[tuple[str, str | None, bool, str, str]] = [
     ("agents/base.py", "_RoundLog", False, "the run's per-round values in chunks of 4,096 rows, moved to the host "
      "once at the end (no read into Python a round)", _UNMEASURED),
     ("agents/models/feelgood.py", "_ArmSets", False, "FG-LMC-TS's arm sets, each run of equal sets stored once "
-     "and scored once a step (the definition: one set a round)", _UNMEASURED),
-    ("agents/models/feelgood.py", "_best_arms", False, "helper of the feel-good term's closed-form gradient", _HELPER),
-    ("agents/models/feelgood.py", "FeelGood.feel_good_gradient", False, "the feel-good term's closed-form gradient "
-     "for linear and logistic scores (autograd is the definition; the whole method counted)", _UNMEASURED),
+     "(the definition: one set a round; the closed-form gradient, on the switch, scores each once a step)",
+     "rows: feel_good_gradient-fixed"),
+    ("agents/models/feelgood.py", "_best_arms", True, "helper of the feel-good term's closed-form gradient", _HELPER),
+    ("agents/models/feelgood.py", "FeelGood.feel_good_gradient", True, "the feel-good term's closed-form gradient "
+     "for linear and logistic scores (autograd is the definition; the whole method counted)",
+     "rows: feel_good_gradient feel_good_gradient-fixed"),
     # the rest of the kernel files: their docstrings, the switch, constants
     ("bandit_gym/_rng_kernels.py", None, True, "the rest of the file (docstring, enabled(), SplitMix64 constants)",
      _HELPER),

@@ -220,6 +220,20 @@ def chunks(replicas: int) -> tuple:
             (contextlib.nullcontext, lambda: timed_learn(replicas, True, 200)))
 
 
+def feel_good(env_id: str, replicas: int = 10, rounds: int = 200, batch_size: int = 32) -> tuple:
+    """FG-LMC-TS's feel-good gradient after ``rounds`` rounds of ``env_id`` (K = 50, d = 20), on a mini-batch of
+    ``batch_size`` rounds: the closed form (with each distinct arm set scored once) against autograd of the term
+    (every round's set scored)."""
+    from agents import FGLMCTS
+
+    env = gym.make_vec(env_id, num_envs=replicas, vectorization_mode="vector_entry_point")
+    agent = FGLMCTS(env, seed=0)
+    agent.learn(rounds)
+    term, theta = agent.potential, agent.theta.clone()
+    batch = torch.randint(0, rounds, (replicas, batch_size), generator=torch.Generator().manual_seed(0))
+    return switch(lambda: term.feel_good_gradient(theta, batch))
+
+
 def linear_rows(replicas: int) -> tuple:
     contexts = rng.unit_normal(keys(replicas), Stream.CONTEXT, 0, (50, 20))  # (R, K, d)
     theta = rng.normal(keys(replicas), Stream.SAMPLE, 0, (20,))
@@ -326,6 +340,12 @@ CASES = [
          "R = 2, 20-20-20 MLP, 300 rows", False, lambda: switch(mlp("gradient_squares"))),
     Case("mlp_gradient_norms", "agents/_kernels.py:mlp_gradient_norms", "MLPModel.gradient_norms (vmap of grad)",
          "R = 2, 20-20-20 MLP, 50 arms", False, lambda: switch(mlp("gradient_norms"))),
+    Case("feel_good_gradient", "agents/models/feelgood.py:FeelGood.feel_good_gradient",
+         "autograd of FeelGood.feel_good", "FG-LMC-TS, LinearBandit-v0, R = 10, 200 rounds, a batch of 32", False,
+         lambda: feel_good("LinearBandit-v0")),
+    Case("feel_good_gradient-fixed", "agents/models/feelgood.py:FeelGood.feel_good_gradient, _ArmSets",
+         "autograd of FeelGood.feel_good", "FG-LMC-TS, LinearBanditFixed-v0 (one arm set), R = 10, "
+         "200 rounds, a batch of 32", False, lambda: feel_good("LinearBanditFixed-v0")),
     Case("argmax-shortcut", "agents/base.py:BanditAgent._argmax (not on the switch)", "random_argmax with its draws",
          "R = 1, K = 50, no tie", True, lambda: argmax_shortcut(1)),
     Case("argmax-shortcut-100", "agents/base.py:BanditAgent._argmax (not on the switch)",

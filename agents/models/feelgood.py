@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from agents import _kernels
 from agents.models.reward import LinearModel, LogisticModel, RewardModel
 from agents.validation import check_float, check_int
 
@@ -183,9 +184,9 @@ class FeelGood:
         models) the closed form ``lambda_fg sum_s [max_x x_s . theta < b] x_s*``, ``x_s*`` the best arm of round
         ``s`` (tested equal to autograd). Each distinct arm set is scored once per step when there are fewer
         distinct sets than rounds in the sum (a fixed arm set: ``K d`` per step, not ``B K d``); otherwise the
-        rounds' sets are gathered and scored. (The closed form and the distinct-set counts run with the kernels
-        on and off alike: every recorded FG-LMC-TS number is theirs.)"""
-        if not isinstance(self.model, LinearModel | LogisticModel):
+        rounds' sets are gathered and scored. The closed form is a speed device (rows ``feel_good_gradient`` of
+        ``benchmarks/results/speed_devices.md``): ``BANDIT_GYM_KERNELS=0`` switches it off, to autograd."""
+        if not (isinstance(self.model, LinearModel | LogisticModel) and _kernels.enabled(params)):
             with torch.enable_grad():
                 p = params.detach().requires_grad_()
                 (gradient,) = torch.autograd.grad(self.feel_good(p, batch).sum(), p)
