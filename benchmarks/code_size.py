@@ -9,19 +9,23 @@ What is speed-only is listed in :data:`SPEED_ONLY` (whole files, or functions, c
 their qualified name) with the reason, whether ``BANDIT_GYM_KERNELS=0`` switches it off, from reading the code, and
 what it earns: the gains ``benchmarks/speed_devices.py`` recorded (read from
 ``benchmarks/results/speed_devices.md``) or where else it is recorded. The findings are in
-``benchmarks/results/code_size.md``. Lines that call a kernel outside a ``_kernels.py``
-(the switch's call sites) are counted as speed-only too.
+``benchmarks/results/code_size.md``, which ``--write`` writes from the same figures (the page is generated, never
+edited by hand). Lines that call a kernel outside a ``_kernels.py`` (the switch's call sites) are counted as
+speed-only too.
 
 Usage::
 
-    python benchmarks/code_size.py
+    python benchmarks/code_size.py            # print the listing
+    python benchmarks/code_size.py --write    # and write benchmarks/results/code_size.md
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import io
 import re
+import subprocess
 import tokenize
 from pathlib import Path
 
@@ -30,6 +34,10 @@ LIBRARY = ("bandit_gym", "agents", "bandit_experiments")
 
 #: Where :data:`SPEED_ONLY`'s gains are recorded: ``python benchmarks/speed_devices.py``'s table.
 GAINS = ROOT / "benchmarks" / "results" / "speed_devices.md"
+#: The page :func:`page` writes (``--write``).
+PAGE = ROOT / "benchmarks" / "results" / "code_size.md"
+#: What a device must earn on a setting it serves (the developers' guide).
+THRESHOLD = 1.5
 _HELPER = "helper"  # a device's helper: its gain is the device's
 _UNMEASURED = "not measured"
 
@@ -165,6 +173,22 @@ SPEED_ONLY: list[tuple[str, str | None, bool, str, str]] = [
     ("agents/_kernels.py", None, True, "the rest of the file (docstring, enabled(), enabled_off_cpu())", _HELPER),
 ]
 
+#: Why a device that does not earn :data:`THRESHOLD` on its best recorded row is kept (the page prints it); a device
+#: under the threshold and not here is printed as one to remove.
+KEPT_UNDER_THRESHOLD: dict[tuple[str, str | None], str] = {
+    ("bandit_gym/_kernels.py", "numpy_step"): "undecided: bit for bit, so removing it changes no number; kept while a "
+    "single env's steps per second are at issue 21's target (benchmarks/results/env_throughput.md)",
+    ("bandit_gym/_base.py", "BanditSimulator.next_rounds"): "issue 39, item 1's deliverable (the envs' public "
+    "next_rounds: a chunk of rounds bit for bit as many steps)",
+    ("agents/loop/rounds.py", "ChunkSteps"): "issue 39, item 1's deliverable (learn and the runner use next_rounds)",
+    ("agents/_kernels.py", "linear_scores"): "not bit for bit: removing it changes the agents' numbers (float32 sums "
+    "in another order), which a refactor may not do",
+    ("agents/_kernels.py", "add_observation"): "one torch call for seven: linear LMC-TS's round within issue 39's "
+    "20 calls (26 without: tests/agents/test_round_cost.py)",
+    ("agents/base.py", "_replica_index"): "at the threshold (1.47x to 1.52x over runs); one torch call a round fewer "
+    "for every agent",
+}
+
 #: A kernel call outside a ``_kernels.py`` (``_kernels.``, ``_rng_kernels.``, rng's ``kernels.``): the switch's
 #: call sites. (Upper-case names are constants, ``enabled`` is the switch itself.)
 _CALL_SITE = re.compile(r"kernels\.(?!enabled\b)[a-z_]")
@@ -277,7 +301,106 @@ def gain_text(measured: str, gains: dict[str, str]) -> str:
     return f"{shown} ({GAINS.relative_to(ROOT).as_posix()})"
 
 
-def main() -> None:
+def verdict(measured: str, gains: dict[str, str]) -> str:
+    """Whether a device earns :data:`THRESHOLD` on its best recorded row: ``earns``, ``under 1.5x``, ``not run``,
+    or, where its gain is recorded elsewhere or not at all, ``see gain`` and ``not measured``."""
+    if measured == _HELPER:
+        return "helper"
+    if measured == _UNMEASURED:
+        return "not measured"
+    if not measured.startswith("rows: "):
+        return "see gain"
+    values = [float(gains[row].rstrip("x")) for row in measured.removeprefix("rows: ").split() if row in gains]
+    if not values:
+        return "not run"
+    return "earns" if max(values) >= THRESHOLD else f"under {THRESHOLD}x"
+
+
+def _verdict_text(key: tuple[str, str | None], measured: str, gains: dict[str, str]) -> str:
+    """:func:`verdict`, with the reason a device under the threshold is kept, or ``to remove``."""
+    text = verdict(measured, gains)
+    if text != f"under {THRESHOLD}x":
+        return text
+    return f"{text}: kept: {KEPT_UNDER_THRESHOLD[key]}" if key in KEPT_UNDER_THRESHOLD else f"**{text}: to remove**"
+
+
+def _record_header(path: Path = GAINS) -> str:
+    """The machine, load and date line of the gains record (its first paragraph after the title), or a note."""
+    if not path.exists():
+        return "(no record: run `python benchmarks/speed_devices.py`)"
+    paragraphs = [p.strip() for p in path.read_text().split("\n\n") if p.strip() and not p.startswith(("#", "|"))]
+    return paragraphs[0] if paragraphs else "(no header in the record)"
+
+
+def _commit() -> str:
+    """The commit the counts are of, ``+ local changes`` where the library's files differ from it."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", *LIBRARY], cwd=ROOT, capture_output=True,
+                               text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "a tree outside git"
+    return f"commit {head}" + (" + local changes" if dirty else "")
+
+
+def page(result: dict, code: dict, gains: dict[str, str], commit: str) -> str:
+    """``benchmarks/results/code_size.md``: the totals, then one row per entry of :data:`SPEED_ONLY`."""
+    def name(path: str, qualname: str | None) -> str:
+        return f"`{path}`" if qualname is None else f"`{path}:{qualname}`"
+
+    switched = {True: "on", False: "**not on**"}
+    on = {flag: sum(result["speed_only"][(p, q)] for p, q, s, *_ in SPEED_ONLY if s == flag) for flag in (True, False)}
+    devices = [entry for entry in SPEED_ONLY if entry[4] != _HELPER]
+    counts = {kind: [name(p, q) for p, q, _, _, m in devices if verdict(m, gains) == kind]
+              for kind in ("earns", f"under {THRESHOLD}x", "not measured", "not run", "see gain")}
+    lines = [
+        "# Speed-only code: how much, where, what `BANDIT_GYM_KERNELS=0` switches off, and what each device earns",
+        "",
+        "Written by `python benchmarks/code_size.py --write` (do not edit by hand), counted on the library at "
+        f"{commit}. Library: every `.py` file under {', '.join(f'`{p}/`' for p in LIBRARY)}; a line counts unless "
+        "blank or a comment. Speed-only: the entries of `SPEED_ONLY` in the script (code whose removal would leave "
+        "the numbers of the plain torch definition), plus the lines outside a `_kernels.py` that call a kernel. "
+        "A line count: the machine does not matter.",
+        "",
+        f"What each device earns is read from `{GAINS.relative_to(ROOT).as_posix()}`, the record of "
+        f"`python benchmarks/speed_devices.py`: {_record_header()}",
+        "",
+        "| | library lines | speed-only lines | on the switch | not on the switch | kernel call sites | share |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, r in (("with docstrings", result), ("code only (docstrings left out)", code)):
+        not_on = sum(r["speed_only"][(p, q)] for p, q, s, *_ in SPEED_ONLY if not s)
+        lines.append(f"| {label} | {r['library']:,} | {r['speed_total']:,} | {r['speed_total'] - not_on:,} | "
+                     f"{not_on:,} | {r['call_sites']} | {r['percent']:.1f}% |")
+    lines += [
+        "",
+        f"Target (issue 21, item 5): at most 10%. Of the {len(devices)} devices (helpers counted with their device), "
+        f"{len(counts['earns'])} earn {THRESHOLD}x on their best recorded row; "
+        f"{len(counts[f'under {THRESHOLD}x'])} do not "
+        f"({', '.join(counts[f'under {THRESHOLD}x']) or 'none'}); "
+        f"{len(counts['see gain'])} are measured outside the record (see their gain); "
+        f"{len(counts['not measured'])} are not measured ({', '.join(counts['not measured']) or 'none'}); "
+        f"{len(counts['not run'])} have rows the record lacks. Lines not on the switch: {on[False]:,} "
+        "(with docstrings).",
+        "",
+        "| device | lines (with docstrings / code) | `BANDIT_GYM_KERNELS=0` | what it is | what it earns | verdict |",
+        "|---|---:|---|---|---|---|",
+    ]
+    for path, qualname, flag, why, measured in SPEED_ONLY:
+        key = (path, qualname)
+        earns = "" if measured == _HELPER else gain_text(measured, gains)
+        lines.append(f"| {name(path, qualname)} | {result['speed_only'][key]} / {code['speed_only'][key]} | "
+                     f"{switched[flag]} | {why} | {earns} | {_verdict_text(key, measured, gains)} |")
+    lines.append(f"| kernel call sites outside `_kernels.py` | {result['call_sites']} / {code['call_sites']} | on | "
+                 "the switch's call sites | | |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--write", action="store_true", help=f"also write {PAGE.relative_to(ROOT).as_posix()}")
+    args = parser.parse_args(argv)
     result, code, gains = measure(), measure(docstrings=False), recorded_gains()
     print("lines (with docstrings / code only)  speed device (file:function)  (switch; what; what it earns)")
     for (path, qualname, switched, why, measured) in SPEED_ONLY:
@@ -290,6 +413,9 @@ def main() -> None:
     for name, r in (("with docstrings", result), ("code only, docstrings left out", code)):
         print(f"{name}: library {r['library']} lines ({', '.join(LIBRARY)}), speed-only {r['speed_total']} "
               f"({r['percent']:.1f}%; target: at most 10%)")
+    if args.write:
+        PAGE.write_text(page(result, code, gains, _commit()))
+        print(f"wrote {PAGE.relative_to(ROOT).as_posix()}")
 
 
 if __name__ == "__main__":

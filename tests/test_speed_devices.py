@@ -70,3 +70,35 @@ def test_code_size_every_listed_device_is_found_and_counts_lines():
     code_size = benchmark_module("code_size")
     counts = code_size.measure()["speed_only"]
     assert [key for key, lines in counts.items() if lines == 0] == []
+
+
+def test_code_size_verdict_compares_the_best_recorded_row_with_the_threshold():
+    code_size = benchmark_module("code_size")
+    gains = {"a": "1.20x", "b": "1.60x", "c": "1.49x"}
+    assert code_size.verdict("rows: a b", gains) == "earns"  # the best row decides
+    assert code_size.verdict("rows: a c", gains) == "under 1.5x"
+    assert code_size.verdict("rows: z", gains) == "not run"
+    assert code_size.verdict("helper", gains) == "helper"
+    assert code_size.verdict("not measured", gains) == "not measured"
+    assert code_size.verdict("3x (benchmarks/results/gpu.md)", gains) == "see gain"
+
+
+def test_code_size_page_is_the_scripts_output_for_every_device():
+    # The committed page is generated: each SPEED_ONLY entry is a row with its switch state and its verdict from the
+    # committed gains record (line counts are left out: they move with every edit of the library). A device kept
+    # under the threshold has its reason, and a reason is only given for a device under it.
+    code_size = benchmark_module("code_size")
+    gains = code_size.recorded_gains()
+    rows = {line.split(" | ")[0].strip("| `"): line.split(" | ") for line in code_size.PAGE.read_text().splitlines()
+            if line.startswith("| `")}
+    expected = {(path if name is None else f"{path}:{name}"): (path, name, switched, measured)
+                for path, name, switched, _, measured in code_size.SPEED_ONLY}
+    hint = "rerun python benchmarks/code_size.py --write"
+    assert set(rows) == set(expected), hint
+    for device, (path, name, switched, measured) in expected.items():
+        cells = rows[device]
+        assert cells[2] == ("on" if switched else "**not on**"), (device, hint)
+        assert cells[5].rstrip(" |") == code_size._verdict_text((path, name), measured, gains), (device, hint)
+    for key in code_size.KEPT_UNDER_THRESHOLD:
+        measured = next(m for p, n, _, _, m in code_size.SPEED_ONLY if (p, n) == key)
+        assert code_size.verdict(measured, gains) == "under 1.5x", key
