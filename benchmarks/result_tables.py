@@ -30,6 +30,8 @@ separators allowed), or else text (None where empty). ``docs/reproducing.md``'s 
         --record benchmarks/results/fig2_grid.json
     python benchmarks/result_tables.py benchmarks/results/paper_figures.md --section "Figure 3" --every-table \\
         --record benchmarks/results/fig3_standin.json
+    python benchmarks/result_tables.py benchmarks/results/paper_figures.md --section "Table 2" --every-table \\
+        --record benchmarks/results/table2_standin.json
 
 and ``docs/agents.md``'s from::
 

@@ -21,6 +21,8 @@ selects rows: the rows whose field ``key`` is one of the comma-separated values 
 - ``value key=field``: the field of the one selected row (``error=e`` adds ``+- e``);
 - ``ratio key=field over=other``: the one selected row's ``field`` divided by its ``other`` (``format=.0%``
   writes it as a percentage);
+- ``rows_ratio key=field by=name top=a bottom=b``: among the selected rows, ``field`` of the row whose ``name`` is
+  ``a`` divided by ``field`` of the row whose ``name`` is ``b`` (one agent's time over another's);
 - ``range key=field``: ``low-high`` of the field over the selected rows (one value where they agree);
 - ``count``: how many rows the filters select;
 - ``machine``: how the record was measured: the command, the CPU model, its cores and the load average.
@@ -139,6 +141,20 @@ def ratio(record: dict, rows: list[dict], key: str, over: str, format: str | Non
     return as_docs(top / bottom, format)
 
 
+def rows_ratio(record: dict, rows: list[dict], key: str, by: str, top: str, bottom: str,
+               format: str | None = None) -> str:  # noqa: A002
+    def one(name: str) -> float:
+        found = [row.get(key) for row in rows if str(row.get(by)) == name]
+        if len(found) != 1 or not isinstance(found[0], (int, float)):
+            raise NumbersError(f"rows_ratio needs one row with {by}={name!r} and a number {key!r}, found {found!r}")
+        return found[0]
+
+    numerator, denominator = one(top), one(bottom)
+    if not denominator:
+        raise NumbersError(f"rows_ratio: {key!r} of {by}={bottom!r} is 0")
+    return as_docs(numerator / denominator, format)
+
+
 def value_range(record: dict, rows: list[dict], key: str, format: str | None = None) -> str:  # noqa: A002
     values = [row[key] for row in rows if row.get(key) is not None]
     if not values:
@@ -157,12 +173,14 @@ def machine(record: dict, rows: list[dict]) -> str:
             f"(1 min) {min(loads):.1f}-{max(loads):.1f}")
 
 
-RENDERERS = {"table": table, "grid": grid, "value": value, "ratio": ratio, "range": value_range, "count": count,
+RENDERERS = {"table": table, "grid": grid, "value": value, "ratio": ratio, "rows_ratio": rows_ratio,
+             "range": value_range, "count": count,
              "machine": machine}
 #: The arguments of each renderer; every other ``key=value`` of a marker selects rows.
 ARGUMENTS = {"table": {"columns", "format", "formats"},
              "grid": {"row", "column", "value", "error", "bold", "header", "format"},
-             "value": {"key", "error", "format"}, "ratio": {"key", "over", "format"}, "range": {"key", "format"},
+             "value": {"key", "error", "format"}, "ratio": {"key", "over", "format"},
+             "rows_ratio": {"key", "by", "top", "bottom", "format"}, "range": {"key", "format"},
              "count": set(), "machine": set()}
 
 

@@ -74,6 +74,15 @@ def test_docs_numbers_ratio_divides_one_rows_fields(root):
     assert NUMBERS.REGION.sub(lambda m: m["body"], filled) == "1.2%; 2.89"
 
 
+def test_docs_numbers_rows_ratio_divides_one_rows_field_by_anothers(root):
+    """``rows_ratio key=f by=agent top=a bottom=b``: ``f`` of agent a's row over ``f`` of agent b's, among the
+    selected rows (R = 1,000 here: 345.6 / 12.34)."""
+    text = ('<!-- numbers: toy rows_ratio key=speed by=agent top="env.step alone" bottom=LinUCB R=1000 format=.1f -->?'
+            '<!-- end numbers -->')
+    filled, _ = NUMBERS.fill(text, root / "benchmarks" / "results")
+    assert NUMBERS.REGION.sub(lambda m: m["body"], filled) == "28.0"
+
+
 def test_docs_numbers_table_formats_one_column_apart_from_the_rest(root):
     marker = '<!-- numbers: toy table columns="R,speed" format=.1f formats=speed=.3f agent=LinUCB -->'
     filled, _ = NUMBERS.fill(f"{marker}<!-- end numbers -->", root / "benchmarks" / "results")
@@ -115,6 +124,7 @@ def test_docs_numbers_grid_pivots_rows_into_a_table_with_each_columns_best_in_bo
     ("toy value speed", "arguments must be key=value, got ['speed']"),
     ("toy ratio key=speed over=R agent=LinUCB", "ratio needs exactly one row, the filters select 2"),
     ("toy ratio key=speed over=agent R=1", "ratio needs numbers 'speed' and 'agent' (nonzero)"),
+    ("toy rows_ratio key=speed by=agent top=LinUCB bottom=LinUCB", "rows_ratio needs one row with agent='LinUCB'"),
 ])
 def test_docs_numbers_bad_region_names_the_page_line_and_region(root, spec, message):
     text = f"One.\nTwo <!-- numbers: {spec} -->3<!-- end numbers -->\n"
