@@ -157,10 +157,10 @@ SPEED_ONLY: list[tuple[str, str | None, bool, str, str]] = [
     ("agents/_kernels.py", "unique_argmax", True, "a shortcut of BanditAgent._argmax: on CPU, no tie-breaking draws "
      "where no replica has a tie (random_argmax's answer, whatever the draws)",
      "rows: argmax-shortcut argmax-shortcut-100"),
-    ("agents/base.py", "_RoundLog", False, "the run's per-round values in chunks of 4,096 rows, moved to the host "
-     "once at the end (no read into Python a round)", _UNMEASURED),
-    ("agents/models/feelgood.py", "_ArmSets", False, "FG-LMC-TS's arm sets, each run of equal sets stored once "
-     "(the definition: one set a round; the closed-form gradient, on the switch, scores each once a step)",
+    ("agents/base.py", "_RoundLog", False, "the run's per-round values in chunks of 4,096 rows on the values' device, "
+     "moved to the host once at the end (no read to the host a round)", "rows: round_log round_log-10"),
+    ("agents/models/feelgood.py", "_ArmSets", True, "FG-LMC-TS's arm sets, each run of equal sets stored once "
+     "(the definition, switch off: one set a round; the closed-form gradient scores each stored set once a step)",
      "rows: feel_good_gradient-fixed"),
     ("agents/models/feelgood.py", "_best_arms", True, "helper of the feel-good term's closed-form gradient", _HELPER),
     ("agents/models/feelgood.py", "FeelGood.feel_good_gradient", True, "the feel-good term's closed-form gradient "
@@ -185,8 +185,12 @@ KEPT_UNDER_THRESHOLD: dict[tuple[str, str | None], str] = {
     "in another order), which a refactor may not do",
     ("agents/_kernels.py", "add_observation"): "one torch call for seven: linear LMC-TS's round within issue 39's "
     "20 calls (26 without: tests/agents/test_round_cost.py)",
-    ("agents/base.py", "_replica_index"): "at the threshold (1.47x to 1.52x over runs); one torch call a round fewer "
+    ("agents/base.py", "_RoundLog"): "issue 39, item 2: no read to the host a round (a wait for the device on a GPU: "
+    "not measured, no GPU lent); on CPU it is slower than numpy rows written each round",
+    ("agents/base.py", "_replica_index"): "near the threshold (1.3x to 1.5x over runs); one torch call a round fewer "
     "for every agent",
+    ("agents/_kernels.py", "mlp_gradient"): "straddles the threshold over runs (1.4x to 1.5x); not bit for bit with "
+    "autograd: removing it changes the neural agents' numbers",
 }
 
 #: A kernel call outside a ``_kernels.py`` (``_kernels.``, ``_rng_kernels.``, rng's ``kernels.``): the switch's

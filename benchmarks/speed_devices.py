@@ -37,7 +37,7 @@ import torch
 
 import bandit_gym  # noqa: F401  (registers the envs)
 from agents import _kernels, linear
-from agents.base import _replica_index, chosen_rows, random_argmax
+from agents.base import _replica_index, _RoundLog, chosen_rows, random_argmax
 from agents.chains.langevin import langevin_steps
 from agents.linear import LinUCB
 from agents.models.mlp import MLPModel
@@ -214,6 +214,29 @@ def replica_index(replicas: int) -> tuple:
             (contextlib.nullcontext, lambda: contexts[torch.arange(replicas), actions]))
 
 
+def round_log(replicas: int, rounds: int = 1000) -> tuple:
+    """learn's three logs over ``rounds`` rounds (regret a number at R = 1, reward and action tensors): kept in
+    chunks on the values' device, against numpy rows written each round (a read to the host a round)."""
+    regret = 0.5 if replicas == 1 else np.full(replicas, 0.5)
+    reward, action = torch.rand(replicas), torch.zeros(replicas, dtype=torch.int64)
+    dtypes = (np.float64, np.float32, np.int64)
+
+    def chunked():
+        logs = [_RoundLog(rounds, replicas, dtype) for dtype in dtypes]
+        for _ in range(rounds):
+            for log, value in zip(logs, (regret, reward, action), strict=True):
+                log.add(value)
+        return [log.rows() for log in logs]
+
+    def numpy_rows():
+        logs = [np.empty((rounds, replicas), dtype) for dtype in dtypes]
+        for t in range(rounds):
+            logs[0][t], logs[1][t], logs[2][t] = regret, reward.numpy(), action.numpy()
+        return logs
+
+    return (contextlib.nullcontext, chunked), (contextlib.nullcontext, numpy_rows)
+
+
 def chunks(replicas: int) -> tuple:
     from chunks import timed_learn  # benchmarks/chunks.py: LinUCB's learn, stepped or in chunks
     return ((contextlib.nullcontext, lambda: timed_learn(replicas, False, 200)),
@@ -357,6 +380,10 @@ CASES = [
     Case("chunks-10", "bandit_gym/_base.py:next_rounds + agents/loop/rounds.py:ChunkSteps (not on the switch)",
          "env.step a round", "LinUCB learn, 200 rounds of the batched LinearBandit-v0, R = 10", True,
          lambda: chunks(10)),
+    Case("round_log", "agents/base.py:_RoundLog (not on the switch)", "numpy rows written each round",
+         "learn's three logs, 1,000 rounds, R = 1", True, lambda: round_log(1)),
+    Case("round_log-10", "agents/base.py:_RoundLog (not on the switch)", "numpy rows written each round",
+         "learn's three logs, 1,000 rounds, R = 10", True, lambda: round_log(10)),
 ]
 
 

@@ -26,8 +26,9 @@ class _ArmSets:
     A round whose arm set equals the replica's previous one (fixed-arm bandits: ``LinearBanditFixed-v0``,
     ``LogisticBandit-v0``) stores only its id; a new set is appended to that replica's distinct sets. So a fixed
     arm set costs ``O(K d)`` memory, not ``O(n K d)``, and the feel-good term can score it once per step
-    (:meth:`FeelGood.feel_good_gradient`). The buffers double in capacity when full (as
-    :class:`agents.loop.history.History`'s).
+    (:meth:`FeelGood.feel_good_gradient`). That is a speed device (row ``feel_good_gradient-fixed`` of
+    ``benchmarks/results/speed_devices.md``): with ``BANDIT_GYM_KERNELS=0`` every round's set is stored, the
+    same numbers. The buffers double in capacity when full (as :class:`agents.loop.history.History`'s).
 
     Attributes:
         sets: ``(R, capacity, K, d)``, replica ``r``'s distinct sets in slots ``0 .. n_sets[r] - 1``.
@@ -56,8 +57,11 @@ class _ArmSets:
         """Add one round's arm sets ``(R, K, d)``."""
         R = contexts.shape[0]
         rows = torch.arange(R, device=contexts.device)
-        last = self.sets[rows, (self.n_sets - 1).clamp(min=0)]  # (R, K, d)
-        new = (self.n_sets == 0) | (last != contexts).flatten(1).any(dim=1)  # (R,)
+        if _kernels.enabled():  # a speed device: a set equal to the replica's last one is not stored again
+            last = self.sets[rows, (self.n_sets - 1).clamp(min=0)]  # (R, K, d)
+            new = (self.n_sets == 0) | (last != contexts).flatten(1).any(dim=1)  # (R,)
+        else:  # the definition: every round's set stored
+            new = torch.ones(R, dtype=torch.bool, device=contexts.device)
         if self._max_sets == self.sets.shape[1]:
             self.sets = torch.cat([self.sets, torch.zeros_like(self.sets)], dim=1)
             self.counts = torch.cat([self.counts, torch.zeros_like(self.counts)], dim=1)

@@ -205,19 +205,20 @@ def test_feel_good_closed_form_gradient_equals_autograd(model):
 
 
 @pytest.mark.parametrize("model", ["linear", "glm"])
-def test_feel_good_gradient_with_repeated_arm_sets_equals_autograd(model):
+def test_feel_good_gradient_with_repeated_arm_sets_equals_autograd(model, kernels):
     """A run of equal arm sets is stored once and scored once per step, weighted by its rounds in the sum: the
     gradient still equals autograd of the definition (every round's set scored), full sum and mini-batches.
     Replica 0 keeps one arm set for all 12 rounds (1 set stored), replica 1 changes it every 4th round (3),
     replica 2 every round (12): both of the gradient's paths (the distinct sets scored, or the rounds' sets
-    gathered) run. Float32 sums in another order: tolerance 1e-5."""
+    gathered) run. With the kernels off every round's set is stored (12 each) and the gradient is autograd's.
+    Float32 sums in another order: tolerance 1e-5."""
     contexts, actions, _, rewards = logistic_rounds(12, 3, 5, 4, seed=4)
     contexts[:, 0] = contexts[0, 0]
     contexts[:, 1] = contexts[torch.arange(12) // 4 * 4, 1]
     agent = FGLMCTS(n_arms=5, dim=4, num_replicas=3, seed=0, device="cpu", model=model, lambda_fg=[0.5, 1.0, 2.0],
                     feel_good_cap=0.3, n_inner_steps=2, **({"batch_size": None} if model == "glm" else {}))
     feed(agent, contexts, actions, rewards)
-    assert agent.potential.contexts.n_sets.tolist() == [1, 3, 12]
+    assert agent.potential.contexts.n_sets.tolist() == ([1, 3, 12] if kernels == "kernels-on" else [12, 12, 12])
     torch.testing.assert_close(agent.potential.contexts.rows(), contexts.transpose(0, 1))
     fg = FeelGood(agent.model, agent.potential.contexts, agent.lambda_fg, 0.3, own_batches=False, batch_size=None)
     theta = torch.randn(3, 4, generator=torch.Generator().manual_seed(1))
@@ -230,16 +231,18 @@ def test_feel_good_gradient_with_repeated_arm_sets_equals_autograd(model):
         torch.testing.assert_close(fg.feel_good_gradient(theta, batch), expected, rtol=1e-5, atol=1e-5)
 
 
-def test_fglmcts_fixed_arm_set_is_stored_once_and_saved(tmp_path):
-    """On LinearBanditFixed-v0 every replica stores one arm set however many rounds it plays; saved (every
-    round's set, as before) and loaded, it finds the one set again and continues bit for bit."""
+def test_fglmcts_fixed_arm_set_is_stored_once_and_saved(tmp_path, kernels):
+    """On LinearBanditFixed-v0 every replica stores one arm set however many rounds it plays (every round's set
+    with the kernels off); saved (every round's set, as before) and loaded, it finds the one set again and
+    continues bit for bit."""
     env = make_vec("LinearBanditFixed-v0", 2, {"n_arms": 5, "dim": 4, "horizon": 30})
     agent = FGLMCTS(env, seed=3, device="cpu", n_inner_steps=5, lambda_fg=0.5).learn(env)
-    assert agent.potential.contexts.n_sets.tolist() == [1, 1] and len(agent.potential.contexts) == 30
+    stored = 1 if kernels == "kernels-on" else 30
+    assert agent.potential.contexts.n_sets.tolist() == [stored] * 2 and len(agent.potential.contexts) == 30
     agent.save(tmp_path / "agent.pt")
     loaded = FGLMCTS.load(tmp_path / "agent.pt", device="cpu")
     sets = loaded.potential.contexts
-    assert sets.n_sets.tolist() == [1, 1] and sets.counts[:, 0].tolist() == [30, 30]
+    assert sets.n_sets.tolist() == [stored] * 2 and sets.counts[:, 0].tolist() == [30 // stored] * 2
     assert torch.equal(loaded.potential.contexts.rows(), agent.potential.contexts.rows())
     obs, _ = env.reset(seed=7)
     for _ in range(3):
