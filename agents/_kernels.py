@@ -8,7 +8,8 @@ against its torch function with ``torch.testing.assert_close``:
 * numba loops of ``langevin_steps`` (linear model), ``linear_scores``, ``add_observation``, and of the ridge agents'
   round in :mod:`agents.linear`: ``ridge_update``, ``potter_update``, ``add_outer``, ``add_feature_sums``,
   ``ucb_scores`` (``tests/agents/test_kernels.py``); the agents' normal draws are
-  ``bandit_gym.rng.approx_normal``, whose compiled loop is the package's one Box-Muller kernel
+  ``bandit_gym.rng.approx_normal``, whose compiled loop is the package's one Box-Muller kernel, and their uniform
+  draws (coins, random arms, ties, mini-batch rows) ``bandit_gym.rng.uniform``, a loop there too
   (``bandit_gym/_rng_kernels.py``);
 * off the CPU, ``langevin_steps`` (linear model) in its affine form, one batched product per step
   (``linear_langevin_affine``; ``enabled_off_cpu()`` switches it, ``tests/agents/test_kernels.py``);

@@ -9,6 +9,7 @@ torch function.
 Kernels (each takes the counter's start offset, ``rng``'s ``offset(stream, counter)``, from its caller):
 
 * :func:`random_words` for :func:`bandit_gym.rng.random_words` (the same integers: the arithmetic is exact);
+* :func:`uniform` for :func:`bandit_gym.rng.uniform` (the same floats: the top 24 bits of each word, exactly);
 * :func:`unit_normal` for :func:`bandit_gym.rng.unit_normal` of the synthetic envs' arm features (decided in
   ``bandit_gym.synthetic._unit_normal_counters``, through :func:`bandit_gym._kernels.unit_normal`; within one float32
   ulp);
@@ -75,6 +76,24 @@ def random_words(keys: torch.Tensor, offset: int, n: int) -> torch.Tensor:
     out = np.empty((len(keys), n), np.uint64)
     _words(_starts(keys, [offset]), out)
     return torch.from_numpy(out.view(np.int64))
+
+
+# -- rng.uniform ---------------------------------------------------------------------------------------------------
+@njit(nogil=True, cache=True)
+def _uniforms(start, out):
+    """``out[r, j]``: the top 24 bits of word ``j`` of replica ``r`` times ``2**-24``, float32 (exact)."""
+    scale = np.float32(2.0**-24)
+    for r in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[r, j] = np.float32(_word(start[r], j) >> np.uint64(40)) * scale
+
+
+def uniform(keys: torch.Tensor, offset: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """:func:`bandit_gym.rng.uniform` of the counter at ``offset`` for CPU keys, ``(R, *shape)`` float32: the same
+    words and the same exact conversion, in one loop (the definition: four torch calls after the words)."""
+    out = np.empty((len(keys), math.prod(shape)), np.float32)
+    _uniforms(_starts(keys, [offset]), out)
+    return torch.from_numpy(out).reshape(len(keys), *shape)
 
 
 @njit(nogil=True, cache=True)

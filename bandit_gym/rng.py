@@ -145,7 +145,12 @@ def random_words(keys: torch.Tensor, stream: int, counter: int, n: int) -> torch
 
 
 def uniform(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...]) -> torch.Tensor:
-    """Uniform ``[0, 1)`` float32 draws ``(R, *shape)``: the top 24 bits of each word, times ``2**-24``."""
+    """Uniform ``[0, 1)`` float32 draws ``(R, *shape)``: the top 24 bits of each word, times ``2**-24``.
+
+    On CPU with compiled kernels on, one loop computes the same floats (``bandit_gym._rng_kernels.uniform``).
+    """
+    if keys.device.type == "cpu" and kernels.enabled():
+        return kernels.uniform(keys, _offset(stream, counter), shape)
     words = random_words(keys, stream, counter, math.prod(shape))  # (R, n)
     return (_shift_right(words, 40).to(torch.float32) * 2.0**-24).reshape(len(keys), *shape)
 

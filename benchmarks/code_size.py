@@ -54,6 +54,9 @@ SPEED_ONLY: list[tuple[str, str | None, bool, str, str]] = [
     ("bandit_gym/_rng_kernels.py", "_starts", True, "helper of the rng kernels: each counter's first word", _HELPER),
     ("bandit_gym/_rng_kernels.py", "_word", True, "helper of the rng kernels: the compiled SplitMix64", _HELPER),
     ("bandit_gym/_rng_kernels.py", "_words", True, "helper of random_words", _HELPER),
+    ("bandit_gym/_rng_kernels.py", "uniform", True, "rng.uniform's floats in one loop (the same floats: the "
+     "definition converts the words in four torch calls)", "rows: uniform uniform-minibatch"),
+    ("bandit_gym/_rng_kernels.py", "_uniforms", True, "helper of uniform", _HELPER),
     ("bandit_gym/_rng_kernels.py", "_box_muller_input", True, "helper of the rng kernels: the compiled Box-Muller "
      "inputs", _HELPER),
     ("bandit_gym/_rng_kernels.py", "normal", True, "numba loop of rng.normal with float32 trigonometry "

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import math
 import os
 import sys
 import time
@@ -214,6 +215,19 @@ def replica_index(replicas: int) -> tuple:
             (contextlib.nullcontext, lambda: contexts[torch.arange(replicas), actions]))
 
 
+def uniforms(replicas: int, shape: tuple[int, ...]) -> tuple:
+    """rng.uniform's floats in one loop, against the definition's conversion of the words (the words compiled on
+    both sides: this times the loop of the conversion alone)."""
+    keys, offset = rng.seed_to_key(list(range(replicas))), rng._offset(Stream.EXPLORE, 3)
+
+    def definition():
+        words = rng.kernels.random_words(keys, offset, math.prod(shape))  # the compiled words, then four torch calls
+        return (rng._shift_right(words, 40).to(torch.float32) * 2.0**-24).reshape(replicas, *shape)
+
+    return (contextlib.nullcontext, lambda: rng.kernels.uniform(keys, offset, shape)), (contextlib.nullcontext,
+                                                                                         definition)
+
+
 def round_log(replicas: int, rounds: int = 1000) -> tuple:
     """learn's three logs over ``rounds`` rounds (regret a number at R = 1, reward and action tensors): kept in
     chunks on the values' device, against numpy rows written each round (a read to the host a round)."""
@@ -303,6 +317,10 @@ CASES = [
     Case("random_words-minibatch", "bandit_gym/_rng_kernels.py:random_words", "bandit_gym.rng.random_words",
          "the words of a round's mini-batch indices, R = 10, 100 steps x 64 rows", True,
          lambda k=KEYS[10]: switch(lambda: rng.random_words(k, Stream.MINIBATCH, 3, 6400))),
+    Case("uniform", "bandit_gym/_rng_kernels.py:uniform", "bandit_gym.rng.uniform (after the compiled words)",
+         "a round's coin or random arm, R = 1", True, lambda: uniforms(1, ())),
+    Case("uniform-minibatch", "bandit_gym/_rng_kernels.py:uniform", "bandit_gym.rng.uniform (after the compiled words)",
+         "a round's mini-batch rows, R = 10, 10 steps x 32 rows", True, lambda: uniforms(10, (10, 32))),
     Case("approx_normal", "bandit_gym/_rng_kernels.py:normal", "bandit_gym.rng.normal (approx_normal)",
          "LMC-TS's Langevin noise, R = 10, (100 steps, d = 20)", False,
          lambda k=KEYS[10]: switch(lambda: rng.approx_normal(k, Stream.SAMPLE, 3, (100, 20)))),

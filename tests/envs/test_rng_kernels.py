@@ -37,3 +37,31 @@ def test_scalar_mixer_is_mix64_on_one_word():
     want = [int(x) for x in rng.mix64(tensor).numpy().view(np.uint64)]
     assert [rng._mix64_int(v) for v in values] == want
 
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (20, 32)])
+def test_uniform_kernel_gives_the_definitions_floats_bit_for_bit(monkeypatch, shape):
+    # The top 24 bits of a word are exact in float32 and so is the product by 2**-24: the loop and torch agree
+    # to the bit, whatever the counter or the key (the largest word's float, 1 - 2**-24, included in range).
+    for counter in (0, 1, 10_000):
+        monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
+        got = rng.uniform(KEYS, Stream.EXPLORE, counter, shape)
+        monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+        want = rng.uniform(KEYS, Stream.EXPLORE, counter, shape)
+        assert got.shape == want.shape == (len(KEYS), *shape) and got.dtype == want.dtype == torch.float32
+        assert torch.equal(got, want)
+        assert bool((got >= 0).all()) and bool((got < 1).all())
+
+
+def test_uniform_kernel_is_the_one_that_runs_on_cpu(monkeypatch):
+    # With the switch on, rng.uniform hands CPU keys to the loop (a stand-in kernel shows it was called).
+    from bandit_gym import _rng_kernels
+
+    calls = []
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "1")
+    monkeypatch.setattr(_rng_kernels, "uniform", lambda keys, offset, shape: calls.append(offset) or
+                        torch.zeros(len(keys), *shape))
+    assert torch.equal(rng.uniform(KEYS, Stream.EXPLORE, 0, (3,)), torch.zeros(len(KEYS), 3)) and len(calls) == 1
+    monkeypatch.setenv("BANDIT_GYM_KERNELS", "0")
+    assert not torch.equal(rng.uniform(KEYS, Stream.EXPLORE, 0, (3,)), torch.zeros(len(KEYS), 3))
+    assert len(calls) == 1
