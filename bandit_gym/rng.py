@@ -151,8 +151,13 @@ def uniform(keys: torch.Tensor, stream: int, counter: int, shape: tuple[int, ...
     """
     if keys.device.type == "cpu" and kernels.enabled():
         return kernels.uniform(keys, _offset(stream, counter), shape)
-    words = random_words(keys, stream, counter, math.prod(shape))  # (R, n)
-    return (_shift_right(words, 40).to(torch.float32) * 2.0**-24).reshape(len(keys), *shape)
+    return uniform_of_words(random_words(keys, stream, counter, math.prod(shape)), shape)
+
+
+def uniform_of_words(words: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """:func:`uniform`'s floats of its words ``(R, n)``: the top 24 bits of each, times ``2**-24`` (exact in float32),
+    as ``(R, *shape)``."""
+    return (_shift_right(words, 40).to(torch.float32) * 2.0**-24).reshape(len(words), *shape)
 
 
 def _box_muller(keys: torch.Tensor, stream: int, counter: int, n: int) -> torch.Tensor:

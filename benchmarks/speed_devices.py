@@ -221,8 +221,7 @@ def uniforms(replicas: int, shape: tuple[int, ...]) -> tuple:
     keys, offset = rng.seed_to_key(list(range(replicas))), rng._offset(Stream.EXPLORE, 3)
 
     def definition():
-        words = rng.kernels.random_words(keys, offset, math.prod(shape))  # the compiled words, then four torch calls
-        return (rng._shift_right(words, 40).to(torch.float32) * 2.0**-24).reshape(replicas, *shape)
+        return rng.uniform_of_words(rng.kernels.random_words(keys, offset, math.prod(shape)), shape)  # compiled words
 
     return (contextlib.nullcontext, lambda: rng.kernels.uniform(keys, offset, shape)), (contextlib.nullcontext,
                                                                                          definition)
