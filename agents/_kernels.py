@@ -319,14 +319,16 @@ def act_backward(model, delta: torch.Tensor, z_sign: torch.Tensor) -> torch.Tens
     """``delta * act'(z)``, where ``z_sign`` has the sign of ``z`` (the activation's output does)."""
     if model.activation == "relu":
         return delta * (z_sign > 0)
-    return torch.where(z_sign > 0, delta, model.leaky_slope * delta)
+    # autograd's own op for leaky_relu: ``delta if z > 0 else slope * delta``, the same products, in one call
+    return torch.ops.aten.leaky_relu_backward(delta, z_sign, model.leaky_slope, True)
 
 
-def mlp_backward(model, params: torch.Tensor, inputs: list, output_grad: torch.Tensor) -> list[tuple]:
-    """Back-propagate ``dL/df`` ``(R, n)``: per layer ``dL/dz_l`` ``(R, n, out)`` and its input ``(R, n, in)``."""
+def mlp_backward(model, layers: list, inputs: list, output_grad: torch.Tensor) -> list[tuple]:
+    """Back-propagate ``dL/df`` ``(R, n)`` through the ``(W_l, b_l)`` of ``model.layers``: per layer ``dL/dz_l``
+    ``(R, n, out)`` and its input ``(R, n, in)``."""
     delta = output_grad[:, :, None]  # (R, n, 1)
     steps = []
-    for index, (weight, _) in reversed(list(enumerate(model.layers(params)))):
+    for index, (weight, _) in reversed(list(enumerate(layers))):
         steps.append((delta, inputs[index]))
         if index > 0:  # the layer's input act(z_{l-1}) has the sign of z_{l-1} (both activations)
             delta = act_backward(model, torch.bmm(delta, weight), inputs[index])  # (R, n, in)
@@ -350,9 +352,10 @@ def _squared(rows):
 def mlp_gradient(model, params: torch.Tensor, batch: torch.Tensor | None) -> torch.Tensor:
     """Hand-written :meth:`agents.models.mlp.MLPModel.gradient`: ``grad L_t`` ``(R, p)``."""
     x, r, scale = model.rows(batch)
-    prediction, inputs = model.forward(params, x)
+    layers = model.layers(params)
+    prediction, inputs = model.forward_layers(layers, x)
     pieces = []
-    for delta, h_in in mlp_backward(model, params, inputs, 2.0 * scale * (prediction - r)):
+    for delta, h_in in mlp_backward(model, layers, inputs, 2.0 * scale * (prediction - r)):
         if isinstance(h_in, torch.Tensor):
             weight_grad = torch.bmm(delta.transpose(1, 2), h_in)  # (R, o, i)
         else:
@@ -367,9 +370,10 @@ def mlp_gradient_squares(model, params: torch.Tensor, batch: torch.Tensor | None
     ``delta_i h_i^T`` (weights) and ``delta_i`` (biases), so the sum over rows of its square is
     ``(delta^2)^T h^2`` and ``sum_i delta_i^2``: one product of the loss gradient's size."""
     x, _, scale = model.rows(batch)
-    prediction, inputs = model.forward(params, x)
+    layers = model.layers(params)
+    prediction, inputs = model.forward_layers(layers, x)
     pieces = []
-    for delta, h_in in mlp_backward(model, params, inputs, torch.ones_like(prediction)):
+    for delta, h_in in mlp_backward(model, layers, inputs, torch.ones_like(prediction)):
         squares = delta**2  # (R, n, o)
         if isinstance(h_in, torch.Tensor):
             weight = torch.bmm(squares.transpose(1, 2), h_in**2)  # (R, o, i)
@@ -382,8 +386,9 @@ def mlp_gradient_squares(model, params: torch.Tensor, batch: torch.Tensor | None
 def mlp_arm_gradients(model, params: torch.Tensor, contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Hand-written :meth:`agents.models.mlp.MLPModel.arm_gradients`: ``f(x_k)`` ``(R, K)`` and ``g(x_k)``
     ``(R, K, p)``."""
-    prediction, inputs = model.forward(params, contexts)
-    steps = mlp_backward(model, params, inputs, torch.ones_like(prediction))
+    layers = model.layers(params)
+    prediction, inputs = model.forward_layers(layers, contexts)
+    steps = mlp_backward(model, layers, inputs, torch.ones_like(prediction))
     (delta, h_in), rest = steps[0], steps[1:]
     if isinstance(h_in, torch.Tensor):
         return prediction, outer_rows(steps)
@@ -400,8 +405,9 @@ def mlp_gradient_norms(model, params: torch.Tensor, contexts: torch.Tensor,
     """:meth:`agents.models.mlp.MLPModel.gradient_norms` without forming ``g``. Layer ``l``'s part of ``g`` is
     ``delta h^T`` (weights) and ``delta`` (biases), so its share of ``sum_j w_j g_j^2`` is
     ``delta^2 . (W_w h^2) + delta^2 . w_b``: one product of a forward pass's size."""
-    prediction, inputs = model.forward(params, contexts)
-    steps = mlp_backward(model, params, inputs, torch.ones_like(prediction))
+    layers = model.layers(params)
+    prediction, inputs = model.forward_layers(layers, contexts)
+    steps = mlp_backward(model, layers, inputs, torch.ones_like(prediction))
     total = torch.zeros_like(prediction)  # (R, K)
     for (delta, h_in), (weight_w, bias_w) in zip(steps, model.layers(weights), strict=True):
         if isinstance(h_in, torch.Tensor):

@@ -153,8 +153,9 @@ def langevin_steps(model: RewardModel, theta: torch.Tensor, step_size: torch.Ten
         The last iterate ``theta_{t,K}``, ``(R, p)``.
     """
     eta, beta = step_size[:, None], inverse_temperature[:, None]  # (R, 1)
-    if step_bound is not None:
+    if step_bound is not None:  # M^(1/2) and the ridge's bound are the round's: taken once, not at every step
         unit = torch.ones_like(theta) if preconditioner is None else preconditioner
+        root, ridge = unit.sqrt(), ridge_stiffness(unit, lambda_reg)
     if preconditioner is not None:
         eta = eta * preconditioner  # (R, p)
     per_step = callable(noise)
@@ -162,7 +163,7 @@ def langevin_steps(model: RewardModel, theta: torch.Tensor, step_size: torch.Ten
         batch = None if batches is None else batches[:, k]
         eta_k = eta
         if step_bound is not None:  # min(eta_t, step_bound / lambda_max(M H_k)) M
-            stiffness = minibatch_stiffness(model, theta, batch, unit, lambda_reg)  # (R,)
+            stiffness = gram_stiffness(model, theta, batch, root) + ridge  # (R,)
             eta_k = eta * torch.clamp(step_bound / (step_size * stiffness), max=1.0)[:, None]
         grad = model.gradient(theta, batch)  # (R, p)
         theta = langevin_update(theta, grad, eta_k, beta, noise(k) if per_step else noise[:, k])
@@ -207,6 +208,17 @@ def minibatch_stiffness(model: RewardModel, theta: torch.Tensor, batch: torch.Te
     most ``max_j 2 lambda M_j`` (an upper bound on ``lambda_max(M H_B)``). ``G`` is formed a few replicas at a
     time (:data:`STIFFNESS_PIECE_FLOATS`), the same numbers as all at once.
     """
+    return gram_stiffness(model, theta, batch, preconditioner.sqrt()) + ridge_stiffness(preconditioner, lambda_reg)
+
+
+def ridge_stiffness(preconditioner: torch.Tensor, lambda_reg: torch.Tensor) -> torch.Tensor:
+    """``max_j 2 lambda M_j`` per replica ``(R,)``: the ridge's share of :func:`minibatch_stiffness`."""
+    return (2.0 * lambda_reg[:, None] * preconditioner).amax(dim=1)
+
+
+def gram_stiffness(model: RewardModel, theta: torch.Tensor, batch: torch.Tensor, root: torch.Tensor) -> torch.Tensor:
+    """``lambda_max(2 (n / B) G M G^T)`` per replica ``(R,)`` (``root``: ``M^(1/2)`` ``(R, p)``), ``+inf`` where the
+    Gram matrix is not finite: the mini-batch's share of :func:`minibatch_stiffness`."""
     x, _, scale = model.rows(batch)  # (R, B, d)
     R, B = batch.shape
     piece = max(1, STIFFNESS_PIECE_FLOATS // (B * theta.shape[1]))  # replicas at a time: G is (piece, B, p)
@@ -214,13 +226,12 @@ def minibatch_stiffness(model: RewardModel, theta: torch.Tensor, batch: torch.Te
     for start in range(0, R, piece):
         part = slice(start, start + piece)
         _, g = model.arm_gradients(theta[part], _replica_rows(x, part))  # (piece, B, p)
-        scaled = g * preconditioner[part].sqrt()[:, None, :]  # G M^(1/2)
+        scaled = g * root[part][:, None, :]  # G M^(1/2)
         grams.append(2.0 * scale * (scaled @ scaled.transpose(1, 2)))  # (piece, B, B)
     gram = torch.cat(grams) if len(grams) > 1 else grams[0]  # (R, B, B)
     finite = torch.isfinite(gram).all(dim=2).all(dim=1)  # (R,): a replica already diverging gets +inf
     top = torch.linalg.eigvalsh(torch.where(finite[:, None, None], gram, 0.0))[:, -1]
-    ridge = (2.0 * lambda_reg[:, None] * preconditioner).amax(dim=1)
-    return torch.where(finite, top + ridge, torch.inf)
+    return torch.where(finite, top, torch.inf)
 
 
 class Langevin(Chain):

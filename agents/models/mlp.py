@@ -208,8 +208,12 @@ class MLPModel(_NeuralModel):
     def forward(self, params: torch.Tensor, x: torch.Tensor | BlockRows) -> tuple[torch.Tensor, list]:
         """``f(x; theta)`` ``(R, n)`` for inputs ``(R, n, d)``, and each layer's input ``(R, n, width)``
         (the first as given, or as :class:`agents.models.blocks.BlockRows` with ``block_arms``)."""
+        return self.forward_layers(self.layers(params), x)
+
+    def forward_layers(self, layers: list[tuple[torch.Tensor, torch.Tensor]],
+                       x: torch.Tensor | BlockRows) -> tuple[torch.Tensor, list]:
+        """:meth:`forward` on the :meth:`layers` views already taken (a backward pass reuses them)."""
         inputs, h = [], self._as_rows(x)
-        layers = self.layers(params)
         for index, (weight, bias) in enumerate(layers):
             inputs.append(h)
             if isinstance(h, BlockRows):
