@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -113,7 +114,11 @@ def test_bench_names_an_unregistered_env_before_running(tiny, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("name", bench.suite_names())
+#: The suites of benchmarks/suites/ (the records the docs quote were run from them), by path.
+BENCHMARK_SUITES = sorted(str(path) for path in (Path(__file__).parents[2] / "benchmarks" / "suites").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", bench.suite_names() + BENCHMARK_SUITES)
 def test_every_shipped_suite_loads_and_names_registered_envs_and_agents(name):
     suite = bench.load_suite(name)
     bench.check_envs(suite)
