@@ -118,24 +118,30 @@ def add_feature_sums(square_sum: torch.Tensor, nonzero_rows: torch.Tensor,
     return square_sum + (z * z).sum(dim=1), nonzero_rows + (z != 0).sum(dim=1)
 
 
-def one_hot_blocks(contexts: torch.Tensor) -> torch.Tensor:
+def off_block_mask(n_arms: int, dim: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """``(K, d)`` float: 1 where arm ``k``'s row is outside the ``k``-th of ``K`` equal blocks of columns, else 0."""
+    eye = torch.eye(n_arms, device=device)
+    return (1 - eye)[:, :, None].expand(n_arms, n_arms, dim // n_arms).reshape(n_arms, dim)
+
+
+def one_hot_blocks(contexts: torch.Tensor, off_block: torch.Tensor | None = None) -> torch.Tensor:
     """Whether each replica's arms are one-hot blocks (arm ``k``'s row zero outside the ``k``-th of ``K``
-    equal blocks of columns, as the classification bandits' are): ``(R, K, d) -> (R,)`` bool."""
+    equal blocks of columns, as the classification bandits' are): ``(R, K, d) -> (R,)`` bool. ``off_block``:
+    :func:`off_block_mask` of the contexts' sizes (made here if None; :class:`ArmFeatures` makes it once)."""
     R, K, d = contexts.shape
     if d % K:
         return torch.zeros(R, dtype=torch.bool, device=contexts.device)
-    off_block = contexts.reshape(R, K, K, d // K) * (1 - torch.eye(K, device=contexts.device))[None, :, :, None]
-    return (off_block == 0).flatten(1).all(dim=1)
+    off_block = off_block_mask(K, d, contexts.device) if off_block is None else off_block
+    return (contexts * off_block == 0).flatten(1).all(dim=1)
 
 
 def with_intercepts(contexts: torch.Tensor, on: torch.Tensor | None = None) -> torch.Tensor:
     """Each arm's row followed by a one-hot of its index (zeros for replicas where ``on`` ``(R,)`` is False):
     ``(R, K, d) -> (R, K, d + K)``."""
     R, K, _ = contexts.shape
-    eye = torch.eye(K, dtype=contexts.dtype, device=contexts.device).expand(R, K, K)
-    if on is not None:
-        eye = eye * on[:, None, None].to(contexts.dtype)
-    return torch.cat([contexts, eye], dim=-1)
+    eye = torch.eye(K, dtype=contexts.dtype, device=contexts.device)
+    constants = eye.expand(R, K, K) if on is None else eye * on[:, None, None].to(contexts.dtype)
+    return torch.cat([contexts, constants], dim=-1)
 
 
 def feature_scales(square_sum: torch.Tensor, nonzero_rows: torch.Tensor) -> torch.Tensor:
@@ -169,12 +175,14 @@ class ArmFeatures:
         self.model_dim = dim + (n_arms if with_constants else 0)
         self.square_sum = torch.zeros(num_replicas, self.model_dim, device=device)  # sum of z_j^2 (R, p)
         self.nonzero_rows = torch.zeros(num_replicas, self.model_dim, device=device)  # rows with z_j != 0 (R, p)
+        #: The per-round check's mask (:func:`off_block_mask`), made once; None where ``K`` does not divide ``d``.
+        self.off_block = off_block_mask(n_arms, dim, device) if dim % n_arms == 0 else None
 
     def __call__(self, contexts: torch.Tensor) -> torch.Tensor:
         """The model features ``z`` of every arm: ``(R, K, d) -> (R, K, p)``."""
         if self.model_dim == self.dim:
             return contexts
-        return with_intercepts(contexts, None if self.intercept else one_hot_blocks(contexts))
+        return with_intercepts(contexts, None if self.intercept else one_hot_blocks(contexts, self.off_block))
 
     def record(self, z: torch.Tensor) -> None:
         """Add a round's shown rows ``z`` ``(R, K, p)`` to the sums of squares and the counts of nonzero entries."""

@@ -81,6 +81,27 @@ def test_scaled_linucb_is_unchanged_by_rescaling_a_feature():
     assert (fed[False, False][0] - fed[False, True][0]).abs().max() > 0.1
 
 
+def test_one_hot_block_check_matches_its_definition_row_by_row():
+    """``one_hot_blocks`` (with the mask ``ArmFeatures`` makes once, and without) against the definition written
+    out: arm ``k``'s row is zero outside columns ``k d / K`` to ``(k + 1) d / K``. Replicas: one-hot blocks, one
+    stray entry outside a block, and a NaN outside a block (NaN * 0 is not zero: not one-hot)."""
+    R, K, block = 3, 4, 5
+    gen = torch.Generator().manual_seed(3)
+    contexts = torch.zeros(R, K, K * block)
+    for k in range(K):
+        contexts[:, k, k * block:(k + 1) * block] = torch.randn(R, block, generator=gen)
+    contexts[1, 2, 0] = 0.25  # arm 2's row has an entry in arm 0's block
+    contexts[2, 1, 0] = float("nan")  # outside arm 1's block
+    expected = torch.tensor([all(bool((torch.cat([row[:k * block], row[(k + 1) * block:]]) == 0).all())
+                                 for k, row in enumerate(replica)) for replica in contexts])
+    features = ArmFeatures(R, K, K * block, None, torch.device("cpu"))
+    assert expected.tolist() == [True, False, False]
+    assert torch.equal(one_hot_blocks(contexts), expected)
+    assert torch.equal(one_hot_blocks(contexts, features.off_block), expected)
+    z = features(contexts)  # constants only where the arms are one-hot blocks
+    assert torch.equal(z[:, :, K * block:], torch.eye(K) * expected[:, None, None].float())
+
+
 def test_one_hot_block_arms_get_a_constant_each():
     """Arms in one-hot blocks (as the classification bandits'): the default adds one constant per arm,
     and a per-arm model with constants fits rewards r = c_k + x . w_k exactly (noise-free, tiny ridge)."""
