@@ -484,17 +484,38 @@ def block_outer_rows(delta: torch.Tensor, rows: BlockRows, out: torch.Tensor | N
     return out
 
 
+@njit(**_JIT)
+def _unique_argmax(values, out):
+    """Each row's only maximiser into ``out`` (0 for a row with a NaN); False as soon as a row has a tie."""
+    R, K = values.shape
+    for r in range(R):
+        index, count, has_nan = 0, 0, False
+        best = values[r, 0]
+        for k in range(K):
+            v = values[r, k]
+            if v != v:
+                has_nan = True
+            elif count == 0 or v > best:
+                best, index, count = v, k, 1
+            elif v == best:
+                count += 1
+        if has_nan:
+            out[r] = 0  # torch's amax of the row is NaN, which equals no entry: the byte argmax of all zeros
+        elif count > 1:
+            return False
+        else:
+            out[r] = index
+    return True
+
+
 def unique_argmax(values: torch.Tensor) -> torch.Tensor | None:
     """The speed device of :meth:`agents.base.BanditAgent._argmax` (CPU, ``BANDIT_GYM_KERNELS``): each row's only
     maximiser ``(R, K) -> (R,)`` (arm 0 for a row with a NaN, which has none), or None where some row has a tie.
 
     Without a tie :func:`agents.base.random_argmax`'s answer is that maximiser whatever the draws, so the round's tie
     draws (6 torch calls with the kernels on) are skipped; a draw is a function of the round, so skipping one changes no
-    later draw. It reads one count into Python (a wait on a GPU, where it is off). Measured on CPU
-    (``benchmarks/chunks.py --tie-shortcut``, ``benchmarks/results/round_cost.md``): ``_argmax`` 5.3 times faster,
-    LinUCB's ``learn`` on LinearBandit-v0 1.5 times at R = 1 and 1.4 times at R = 10.
+    later draw. One compiled loop over the rows (the torch form, ``values == values.amax(dim=1, keepdim=True)``
+    counted per row, made 7 calls). Measured: ``benchmarks/speed_devices.py``, rows ``argmax-shortcut``.
     """
-    is_best = values == values.amax(dim=1, keepdim=True)  # (R, K)
-    if int(is_best.sum(dim=1).amax()) > 1:
-        return None
-    return is_best.byte().argmax(dim=1)  # the first (only) maximiser; 0 where there is none
+    out = np.empty(values.shape[0], np.int64)
+    return torch.from_numpy(out) if _unique_argmax(values.numpy(), out) else None

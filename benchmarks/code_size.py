@@ -157,9 +157,10 @@ SPEED_ONLY: list[tuple[str, str | None, bool, str, str]] = [
     ("agents/base.py", "_replica_index", False, "a cache: arange(R) made once per size and device (one "
      "torch call a round fewer for every agent: each round-cost bound in tests/agents/test_round_cost.py counts it)",
      "rows: replica_index"),
-    ("agents/_kernels.py", "unique_argmax", True, "a shortcut of BanditAgent._argmax: on CPU, no tie-breaking draws "
-     "where no replica has a tie (random_argmax's answer, whatever the draws)",
+    ("agents/_kernels.py", "unique_argmax", True, "a shortcut of BanditAgent._argmax, one numba loop: on CPU, no "
+     "tie-breaking draws where no replica has a tie (random_argmax's answer, whatever the draws)",
      "rows: argmax-shortcut argmax-shortcut-100"),
+    ("agents/_kernels.py", "_unique_argmax", True, "helper of unique_argmax", _HELPER),
     ("agents/base.py", "_RoundLog", False, "the run's per-round values in chunks of 4,096 rows on the values' device, "
      "moved to the host once at the end (no read to the host a round)", "rows: round_log round_log-10"),
     ("agents/models/feelgood.py", "_ArmSets", True, "FG-LMC-TS's arm sets, each run of equal sets stored once "

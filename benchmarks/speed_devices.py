@@ -386,9 +386,9 @@ CASES = [
     Case("feel_good_gradient-fixed", "agents/models/feelgood.py:FeelGood.feel_good_gradient, _ArmSets",
          "autograd of FeelGood.feel_good", "FG-LMC-TS, LinearBanditFixed-v0 (one arm set), R = 10, "
          "200 rounds, a batch of 32", False, lambda: feel_good("LinearBanditFixed-v0")),
-    Case("argmax-shortcut", "agents/base.py:BanditAgent._argmax (not on the switch)", "random_argmax with its draws",
+    Case("argmax-shortcut", "agents/_kernels.py:unique_argmax (BanditAgent._argmax)", "random_argmax with its draws",
          "R = 1, K = 50, no tie", True, lambda: argmax_shortcut(1)),
-    Case("argmax-shortcut-100", "agents/base.py:BanditAgent._argmax (not on the switch)",
+    Case("argmax-shortcut-100", "agents/_kernels.py:unique_argmax (BanditAgent._argmax)",
          "random_argmax with its draws", "R = 100, K = 50, no tie", True, lambda: argmax_shortcut(100)),
     Case("replica_index", "agents/base.py:_replica_index (lru_cache; not on the switch)", "torch.arange(R) a call",
          "chosen_rows, R = 10", True, lambda: replica_index(10)),

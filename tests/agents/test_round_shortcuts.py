@@ -70,6 +70,11 @@ def test_check_finite_passes_huge_finite_float32():
     [[0.1, 0.7, 0.3, 0.2], [0.4, 0.1, 0.9, 0.1]],
     [[0.1, 0.7, 0.3, 0.2], [0.3, 0.3, 0.3, 0.0]],  # a tie in one row: the device answers None
     [[math.nan, 0.2, 0.9, 0.1]],
+    [[0.2, math.nan, 0.9, 0.9]],  # a NaN and a tie in one row: the NaN row answers 0, no tie counted
+    [[-math.inf, -math.inf, -math.inf, -math.inf]],  # all tied
+    [[-math.inf, 0.5, -math.inf, 0.1], [math.inf, 0.0, 1.0, -1.0]],
+    [[0.0, -0.0, -1.0, -2.0]],  # 0 == -0: a tie
+    [[-3.0, -2.0, -1.0, -0.5]],  # the last arm
 ])
 def test_unique_argmax_is_random_argmax_where_it_answers_and_none_at_a_tie(rows):
     """The speed device of _argmax: where no row has a tie it gives random_argmax's answer for any draws; it
@@ -82,6 +87,28 @@ def test_unique_argmax_is_random_argmax_where_it_answers_and_none_at_a_tie(rows)
         for seed in range(5):
             draws = torch.rand(values.shape, generator=torch.Generator().manual_seed(seed))
             assert torch.equal(answer, random_argmax(values, draws))
+
+
+def test_unique_argmax_matches_the_tie_count_row_by_row_on_many_rows():
+    """The loop against the definition written out in torch (each row's maximisers ``values == amax``, counted):
+    None exactly where a row has more than one, else that maximiser (0 for a row with a NaN), on 200 batches of
+    coarse values (ties frequent) with NaNs and infinities sprinkled in."""
+    gen = torch.Generator().manual_seed(11)
+    answered = 0
+    for _ in range(200):
+        values = torch.randint(0, 6, (3, 5), generator=gen).float()
+        special = torch.rand(3, 5, generator=gen)
+        values[special < 0.05] = math.nan
+        values[(special > 0.95)] = math.inf
+        is_best = values == values.amax(dim=1, keepdim=True)
+        expected = None if int(is_best.sum(dim=1).amax()) > 1 else is_best.byte().argmax(dim=1)
+        answer = unique_argmax(values)
+        if expected is None:
+            assert answer is None, values
+        else:
+            answered += 1
+            assert answer is not None and torch.equal(answer, expected), values
+    assert 20 < answered < 180  # both outcomes exercised
 
 
 def test_argmax_with_kernels_off_is_the_plain_definition(monkeypatch):
