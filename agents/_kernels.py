@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from numba import njit
 
 from agents.models.blocks import BlockRows
+from bandit_gym.threads import by_replicas
 
 _JIT = {"nogil": True, "cache": True, "error_model": "numpy"}
 
@@ -91,8 +92,8 @@ def linear_langevin(gram: torch.Tensor, moment: torch.Tensor, theta: torch.Tenso
     sqrt(2 eta / beta) eps_k`` per replica in the coordinates ``theta / S``, on ``S V S`` and ``S b``."""
     out = np.empty(theta.shape, np.float32)
     scale = np.ones(theta.shape, np.float32) if scale is None else scale.numpy()  # x 1 and / 1: exact
-    _linear_langevin(gram.numpy(), moment.numpy(), theta.numpy(), step_size.numpy(), inverse_temperature.numpy(),
-                     noise.numpy(), scale, out)
+    by_replicas(_linear_langevin, gram.numpy(), moment.numpy(), theta.numpy(), step_size.numpy(),
+                inverse_temperature.numpy(), noise.numpy(), scale, out)
     return torch.from_numpy(out)
 
 
@@ -136,7 +137,7 @@ def _linear_scores(x, theta, out):
 def linear_scores(contexts: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
     """Loop version of :func:`agents.models.reward.linear_scores`: ``x . theta`` per arm, ``(R, K)``."""
     out = np.empty(contexts.shape[:2], np.float32)
-    _linear_scores(contexts.numpy(), theta.numpy(), out)
+    by_replicas(_linear_scores, contexts.numpy(), theta.numpy(), out)
     return torch.from_numpy(out)
 
 
@@ -160,7 +161,8 @@ def ucb_scores(contexts: torch.Tensor, theta_hat: torch.Tensor, gram_inverse: to
     in two calls (the batched product ``x^T V^-1``, then one loop for the rest) where the torch definition makes
     nine."""
     out = np.empty(contexts.shape[:2], np.float32)
-    _ucb_scores(contexts.numpy(), theta_hat.numpy(), (contexts @ gram_inverse).numpy(), nu.numpy(), out)
+    by_replicas(_ucb_scores, contexts.numpy(), theta_hat.numpy(), (contexts @ gram_inverse).numpy(), nu.numpy(),
+                out)
     return torch.from_numpy(out)
 
 
@@ -217,8 +219,8 @@ def ridge_update(gram_inverse: torch.Tensor, moment: torch.Tensor, x: torch.Tens
     """Loop version of :func:`agents.linear.ridge_update`: Sherman-Morrison, ``b + r x`` and ``V^-1 b``."""
     inverse_new, moment_new = np.empty(gram_inverse.shape, np.float32), np.empty(moment.shape, np.float32)
     theta_new = np.empty(moment.shape, np.float32)
-    _ridge_update(gram_inverse.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), inverse_new, moment_new,
-                  theta_new)
+    by_replicas(_ridge_update, gram_inverse.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), inverse_new,
+                moment_new, theta_new)
     return torch.from_numpy(inverse_new), torch.from_numpy(moment_new), torch.from_numpy(theta_new)
 
 
@@ -265,7 +267,8 @@ def potter_update(root: torch.Tensor, moment: torch.Tensor, x: torch.Tensor,
     """Loop version of :func:`agents.linear.potter_update`: Potter's update of ``S``, ``b + r x`` and ``S S^T b``."""
     root_new, moment_new = np.empty(root.shape, np.float32), np.empty(moment.shape, np.float32)
     theta_new = np.empty(moment.shape, np.float32)
-    _potter_update(root.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), root_new, moment_new, theta_new)
+    by_replicas(_potter_update, root.numpy(), moment.numpy(), x.numpy(), rewards.numpy(), root_new, moment_new,
+                theta_new)
     return torch.from_numpy(root_new), torch.from_numpy(moment_new), torch.from_numpy(theta_new)
 
 
@@ -282,7 +285,7 @@ def _add_outer(gram, x, out):
 def add_outer(gram: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """Loop version of :func:`agents.linear.add_outer`: ``V + x x^T`` in float64 (``V`` float64, ``x`` float32)."""
     out = np.empty(gram.shape, np.float64)
-    _add_outer(gram.numpy(), x.numpy(), out)
+    by_replicas(_add_outer, gram.numpy(), x.numpy(), out)
     return torch.from_numpy(out)
 
 
@@ -306,7 +309,7 @@ def add_feature_sums(square_sum: torch.Tensor, nonzero_rows: torch.Tensor,
                      z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Loop version of :func:`agents.linear.add_feature_sums`: the sums of squares and counts of nonzero entries."""
     square_new, nonzero_new = np.empty(square_sum.shape, np.float32), np.empty(nonzero_rows.shape, np.float32)
-    _add_feature_sums(square_sum.numpy(), nonzero_rows.numpy(), z.numpy(), square_new, nonzero_new)
+    by_replicas(_add_feature_sums, square_sum.numpy(), nonzero_rows.numpy(), z.numpy(), square_new, nonzero_new)
     return torch.from_numpy(square_new), torch.from_numpy(nonzero_new)
 
 

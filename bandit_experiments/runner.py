@@ -161,7 +161,6 @@ def _play(config: ExperimentConfig, spec: AgentSpec, points: list[dict[str, Any]
     return played
 
 
-@policy()  # the rounds on the library's torch threads (bandit_gym/threads.py)
 def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | None = None,
                 checkpoint: Checkpoint | None = None) -> _Played:
     """Play ``total`` rounds of ``agent`` on ``env`` (reset with the agent's seeds) through the agent's own loop
@@ -173,6 +172,12 @@ def play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | N
     it if it holds a usable one, write it while playing, and on Ctrl-C end the round, write it and raise
     ``KeyboardInterrupt`` (see :mod:`bandit_experiments.checkpoint`).
     """
+    with policy(work=agent.round_work()):  # the rounds on the library's threads, by their work (bandit_gym/threads.py)
+        return _play_rounds(agent, env, total, bar_label, checkpoint)
+
+
+def _play_rounds(agent, env: gym.vector.VectorEnv, total: int, bar_label: str | None,
+                 checkpoint: Checkpoint | None) -> _Played:
     restored = checkpoint.load(agent, env) if checkpoint is not None else None
     if restored is None:
         done, obs = Progress(), env.reset(seed=list(agent.seeds))[0]

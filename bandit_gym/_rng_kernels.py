@@ -2,9 +2,9 @@
 
 :mod:`bandit_gym.rng` is the definition (plain torch, and what runs on CUDA); each of its functions that has a
 kernel decides in its first line (``if kernels.enabled() and ...: return kernels.x(...)``). This module imports
-nothing of bandit_gym, so the definition may import it. ``BANDIT_GYM_KERNELS=0`` turns every kernel off (read
-at each call); ``tests/envs/test_kernels.py`` and ``tests/envs/test_rng_kernels.py`` compare each with its
-torch function.
+nothing of bandit_gym but :mod:`bandit_gym.threads` (which imports none of it), so the definition may import it.
+``BANDIT_GYM_KERNELS=0`` turns every kernel off (read at each call); ``tests/envs/test_kernels.py`` and
+``tests/envs/test_rng_kernels.py`` compare each with its torch function.
 
 Kernels (each takes the counter's start offset, ``rng``'s ``offset(stream, counter)``, from its caller):
 
@@ -25,12 +25,16 @@ SplitMix64 is written once, :func:`_word`; Box-Muller's inputs once, :func:`_box
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import threading
 
 import numpy as np
 import torch
 from numba import njit
+
+from bandit_gym.threads import by_replicas, for_each
 
 #: SplitMix64's constants (Steele, Lea and Flood 2014), unsigned: the golden-ratio increment and the two
 #: multipliers of the finaliser. :mod:`bandit_gym.rng` takes them from here (as signed int64 for torch).
@@ -122,15 +126,19 @@ def _normal_rows(words, n, out):
                 out[r, j + m] = radius * math.sin(angle32)
 
 
+def _normals(n, start, words, out):
+    _words(start, words)
+    _normal_rows(words, n, out)
+
+
 def normal(keys: torch.Tensor, offset: int, shape: tuple[int, ...]) -> torch.Tensor:
     """Loop version of :func:`bandit_gym.rng.normal` of the counter at ``offset``: the same words and formula, with
     float32 cosines and sines (within 1.5e-6 of the torch draws, which round a float64 Box-Muller once). The words
     first, in a loop of their own (measured faster than hashing each word inside the trigonometry's loop)."""
     n = math.prod(shape)
     words = np.empty((len(keys), (n + 1) // 2), np.uint64)
-    _words(_starts(keys, [offset]), words)
     out = np.empty((len(keys), n), np.float32)
-    _normal_rows(words, n, out)
+    by_replicas(functools.partial(_normals, n), _starts(keys, [offset]), words, out)  # in groups for large draws
     return torch.from_numpy(out).reshape(len(keys), *shape)
 
 
@@ -150,8 +158,10 @@ def unit_normal(keys: torch.Tensor, offsets: list[int], shape: tuple[int, ...]) 
 
     The loop's C library ``log``, ``cos`` and ``sin`` would not vectorise, so each pass over a group of replicas
     runs in three steps: the words' ``u1`` and angle (compiled), numpy's vectorised float64 ``log`` and torch's
-    ``sin`` and ``cos`` in place, then the radius, the normals and their unit rows (compiled). All on the calling
-    thread (the torch calls too: pieces that torch keeps on it).
+    ``sin`` and ``cos`` in place, then the radius, the normals and their unit rows (compiled); torch's calls in
+    pieces that it keeps on the thread that makes them. The passes run on the threading policy's replica-group
+    threads (:func:`bandit_gym.threads.for_each`: one by default, every core for large rounds), each the same
+    numbers on any thread.
     """
     n = math.prod(shape)
     half = (n + 1) // 2  # words per counter's draws
@@ -159,10 +169,13 @@ def unit_normal(keys: torch.Tensor, offsets: list[int], shape: tuple[int, ...]) 
     R = len(start)  # the draws of each replica and counter: rows of their own
     out = np.empty((R, n), np.float32)
     group = max(1, _PASS_WORDS // half)  # replicas per pass
-    buffers = np.empty((3, min(group, R), half))
-    for first in range(0, R, group):
+    buffers = threading.local()  # each thread's float64 buffers, (3, group, half)
+
+    def one_pass(first: int) -> None:
         replicas = slice(first, min(first + group, R))
-        log_u1, cos, sin = buffers[:, : replicas.stop - first]  # (G, half) each
+        if getattr(buffers, "array", None) is None:
+            buffers.array = np.empty((3, min(group, R), half))
+        log_u1, cos, sin = buffers.array[:, : replicas.stop - first]  # (G, half) each
         _box_muller_inputs(start[replicas], log_u1, sin)  # u1 and the angle
         np.log(log_u1, out=log_u1)
         cos[:] = sin  # the angle
@@ -172,6 +185,8 @@ def unit_normal(keys: torch.Tensor, offsets: list[int], shape: tuple[int, ...]) 
             cos_piece.cos_()
             sin_piece.sin_()
         _unit_rows(log_u1, cos, sin, shape[-1], out[replicas])
+
+    for_each(one_pass, range(0, R, group))  # the passes, on the policy's threads (one by default)
     return torch.from_numpy(out).reshape(len(keys), len(offsets) * shape[0], *shape[1:])
 
 

@@ -170,6 +170,19 @@ SPEED_ONLY: list[tuple[str, str | None, bool, str, str]] = [
     ("agents/models/feelgood.py", "FeelGood.feel_good_gradient", True, "the feel-good term's closed-form gradient "
      "for linear and logistic scores (autograd is the definition; the whole method counted)",
      "rows: feel_good_gradient feel_good_gradient-fixed"),
+    # the replica groups: per-replica kernels on the policy's threads (called from kernels only: off with the switch)
+    ("bandit_gym/threads.py", "for_each", True, "replica groups on the policy's threads (helpers kept in a pool); "
+     "one thread runs them in order", "rows: replica-groups-draws replica-groups-draws-1000 "
+     "replica-groups-linucb-1000 replica-groups-lmcts-1000"),
+    ("bandit_gym/threads.py", "by_replicas", True, "a compiled per-replica kernel split into replica groups "
+     "(for_each)", "rows: replica-groups-linucb-1000 replica-groups-lmcts-1000"),
+    ("bandit_gym/threads.py", "_helpers", True, "helper of for_each: the pool of helper threads", _HELPER),
+    ("bandit_gym/threads.py", "_forget_helpers", True, "helper of for_each: no pool in a forked child", _HELPER),
+    ("bandit_gym/threads.py", "_group_choice", True, "helper of for_each: how many threads the groups get",
+     _HELPER),
+    ("bandit_gym/threads.py", "group_threads", True, "helper of for_each", _HELPER),
+    ("bandit_gym/_rng_kernels.py", "_normals", True, "helper of normal (one replica group's words and normals)",
+     _HELPER),
     # the rest of the kernel files: their docstrings, the switch, constants
     ("bandit_gym/_rng_kernels.py", None, True, "the rest of the file (docstring, enabled(), SplitMix64 constants)",
      _HELPER),

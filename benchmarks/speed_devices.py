@@ -41,11 +41,12 @@ from agents import _kernels, linear
 from agents.base import _replica_index, _RoundLog, chosen_rows, random_argmax
 from agents.chains.langevin import langevin_steps
 from agents.linear import LinUCB
+from agents.lmcts import LMCTS
 from agents.models.mlp import MLPModel
 from agents.models.reward import LinearModel, add_observation, linear_scores
 from bandit_gym import _base, rng, synthetic
 from bandit_gym.rng import Stream
-from bandit_gym.threads import policy
+from bandit_gym.threads import GROUP_WORK, policy
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _report import GrowingTable, Record, cpu_model, kernels  # noqa: E402
@@ -250,6 +251,26 @@ def round_log(replicas: int, rounds: int = 1000) -> tuple:
     return (contextlib.nullcontext, chunked), (contextlib.nullcontext, numpy_rows)
 
 
+def replica_groups(call: Callable[[], object]) -> tuple:
+    """``call`` with the replica groups on every thread (``policy(work=GROUP_WORK)``, as ``learn`` runs a round of
+    that work), and on one (``policy(1)``): the same numbers."""
+    return (lambda: policy(work=GROUP_WORK), call), (lambda: policy(1), call)
+
+
+def arm_draws(replicas: int) -> Callable[[], object]:
+    """The batched LinearBandit-v0's arm features of 10 rounds (K = 50, d = 20), as its chunks draw them."""
+    keys_ = keys(replicas)
+    return lambda: synthetic._unit_normal_counters(keys_, Stream.CONTEXT, 0, (10, 50, 20))
+
+
+def grouped_learn(agent: type, replicas: int, rounds: int) -> Callable[[], object]:
+    """``rounds`` rounds of ``agent`` on the batched LinearBandit-v0 (a fresh agent and env each call)."""
+    def run() -> None:
+        env = gym.make_vec("LinearBandit-v0", num_envs=replicas, vectorization_mode="vector_entry_point")
+        agent(env, seed=0).learn(rounds, threads=None)
+    return run
+
+
 def chunks(replicas: int) -> tuple:
     from chunks import timed_learn  # benchmarks/chunks.py: LinUCB's learn, stepped or in chunks
     return ((contextlib.nullcontext, lambda: timed_learn(replicas, False, 200)),
@@ -397,6 +418,18 @@ CASES = [
     Case("chunks-10", "bandit_gym/_base.py:next_rounds + agents/loop/rounds.py:ChunkSteps (not on the switch)",
          "env.step a round", "LinUCB learn, 200 rounds of the batched LinearBandit-v0, R = 10", True,
          lambda: chunks(10)),
+    Case("replica-groups-draws", "bandit_gym/threads.py:for_each (unit_normal's passes)", "one thread (threads=1)",
+         "the batched LinearBandit-v0's arm features of 10 rounds, R = 100", True,
+         lambda: replica_groups(arm_draws(100))),
+    Case("replica-groups-draws-1000", "bandit_gym/threads.py:for_each (unit_normal's passes)",
+         "one thread (threads=1)", "the batched LinearBandit-v0's arm features of 10 rounds, R = 1,000", True,
+         lambda: replica_groups(arm_draws(1000))),
+    Case("replica-groups-linucb-1000", "bandit_gym/threads.py:for_each, by_replicas (env draws, ridge kernels)",
+         "one thread (threads=1)", "LinUCB learn, 20 rounds of the batched LinearBandit-v0, R = 1,000", True,
+         lambda: replica_groups(grouped_learn(LinUCB, 1000, 20))),
+    Case("replica-groups-lmcts-1000", "bandit_gym/threads.py:for_each, by_replicas (env draws, Langevin, normals)",
+         "one thread (threads=1)", "LMC-TS learn, 10 rounds of the batched LinearBandit-v0, R = 1,000", True,
+         lambda: replica_groups(grouped_learn(LMCTS, 1000, 10))),
     Case("round_log", "agents/base.py:_RoundLog (not on the switch)", "numpy rows written each round",
          "learn's three logs, 1,000 rounds, R = 1", True, lambda: round_log(1)),
     Case("round_log-10", "agents/base.py:_RoundLog (not on the switch)", "numpy rows written each round",

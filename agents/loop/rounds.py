@@ -81,7 +81,7 @@ class Rounds:
                  checked: bool = False, timed: bool = False, threads: int | str | None = None) -> None:
         self.agent, self.env, self.total = agent, env, total
         self.updating = False
-        self._threads = policy(threads)
+        self._threads = policy(threads, work=agent.round_work())
         self._observation = observation
         self._checked, self._timed = checked, timed
         self._loop = self._play()
